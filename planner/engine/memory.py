@@ -1,0 +1,198 @@
+"""Memory wall of transformer training: model state (ZeRO) and activations.
+
+Pure numpy; every function broadcasts over array arguments so the planner can
+evaluate thousands of (option, split) rows at once.
+
+Sources:
+- Model state: mixed-precision Adam keeps 2 (bf16 weights) + 2 (bf16 gradients)
+  + K = 12 (fp32 master weights, momentum, variance) bytes per parameter
+  (Rajbhandari et al. 2020, "ZeRO", §3.1). Seed 001: 175B -> 350 + 350 + 2,100
+  = 2,800 GB.
+- ZeRO stages partition that state over the Nd data-parallel ranks (ZeRO §5):
+  stage 0: (2+2+K)Ψ, stage 1: 2Ψ+2Ψ+KΨ/Nd, stage 2: 2Ψ+(2+K)Ψ/Nd, stage 3: (2+2+K)Ψ/Nd.
+- Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
+  Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit).
+
+Sizes are decimal: 1 GB = 1e9 bytes, as in the seeds and the catalog's memory_gb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+BYTES_PER_GB = 1e9
+WEIGHT_BYTES_PER_PARAM = 2  # bf16/fp16 working copy of the weights
+GRADIENT_BYTES_PER_PARAM = 2  # bf16/fp16 gradients
+OPTIMIZER_BYTES_PER_PARAM = 12  # K in ZeRO: fp32 master weights + Adam momentum + variance
+TRAINING_STATE_BYTES_PER_PARAM = (
+    WEIGHT_BYTES_PER_PARAM + GRADIENT_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
+)
+
+# Share of a card's memory the model may use; the rest goes to the CUDA/ROCm context,
+# NCCL buffers, allocator fragmentation and temporary workspaces (typically 5-10%).
+DEFAULT_USABLE_MEMORY_SHARE = 0.90
+
+# Shape heuristic when layers/hidden are unknown: GPT-3 family keeps hidden = 128 x layers
+# (175B: 96 layers, 12,288 hidden) and N ~= 12 * layers * hidden^2 (Kaplan et al. 2020).
+HIDDEN_PER_LAYER = 128
+HEAD_DIM = 128
+# Large models round hidden to 1,024 (heads a multiple of 8) so TP up to 8 divides the heads.
+HIDDEN_QUANTUM_LARGE = 1024
+
+ZeroStage = Literal[0, 1, 2, 3]
+ActivationRecompute = Literal["none", "selective", "full"]
+ACTIVATION_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+
+
+def training_state_bytes(
+    params: ArrayLike, zero_stage: ArrayLike = 0, dp_degree: ArrayLike = 1
+) -> NDArray[np.float64]:
+    """Model-state bytes held by ONE data-parallel rank for `params` parameters (ZeRO §5).
+
+    With zero_stage 0 (or dp_degree 1) this is the whole training state, 16 bytes/param.
+    """
+    psi = np.asarray(params, dtype=np.float64)
+    stage = np.asarray(zero_stage, dtype=np.int64)
+    nd = np.asarray(dp_degree, dtype=np.float64)
+    if np.any((stage < 0) | (stage > 3)):
+        raise ValueError("zero_stage must be 0, 1, 2 or 3")
+    if np.any(nd < 1):
+        raise ValueError("dp_degree must be >= 1")
+    weights = WEIGHT_BYTES_PER_PARAM * psi / np.where(stage >= 3, nd, 1.0)
+    grads = GRADIENT_BYTES_PER_PARAM * psi / np.where(stage >= 2, nd, 1.0)
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * psi / np.where(stage >= 1, nd, 1.0)
+    return weights + grads + optimizer
+
+
+def min_cards_for_state(
+    params: ArrayLike,
+    card_memory_gb: ArrayLike,
+    usable_share: ArrayLike = DEFAULT_USABLE_MEMORY_SHARE,
+) -> NDArray[np.int64]:
+    """Fewest cards that can hold the full training state (fully sharded), activations aside."""
+    usable_bytes = np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * usable_share
+    state = training_state_bytes(params)
+    # Tiny epsilon so that 2,800 GB / 80 GB stays 35, not 36 from float noise.
+    return np.ceil(state / usable_bytes - 1e-9).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Transformer shape; inferred from the parameter count when not given."""
+
+    layers: int
+    hidden: int
+    heads: int
+
+    @classmethod
+    def infer(cls, params: float) -> ModelShape:
+        """GPT-3-like shape: N = 12 L h^2, h = 128 L, head size 128.
+
+        175B -> 96 layers x 12,288 (96 heads); 13B -> 40 x 5,120; 6.7B -> 32 x 4,096.
+        """
+        if params <= 0:
+            raise ValueError("params must be positive")
+        layers = max(1, round((params / (12 * HIDDEN_PER_LAYER**2)) ** (1 / 3)))
+        exact_hidden = float(np.sqrt(params / (12 * layers)))
+        quantum = HIDDEN_QUANTUM_LARGE if exact_hidden >= 2 * HIDDEN_QUANTUM_LARGE else HEAD_DIM
+        hidden = max(HEAD_DIM, round(exact_hidden / quantum) * quantum)
+        return cls(layers=int(layers), hidden=int(hidden), heads=int(hidden // HEAD_DIM))
+
+
+def activation_bytes_per_layer(
+    seq_len: ArrayLike,
+    micro_batch: ArrayLike,
+    hidden: ArrayLike,
+    heads: ArrayLike,
+    tp: ArrayLike = 1,
+    *,
+    sequence_parallel: bool = True,
+    recompute: ActivationRecompute = "none",
+) -> NDArray[np.float64]:
+    """Activation bytes one transformer layer keeps per micro-batch (Korthikanti 2022, Table 2).
+
+    - no recomputation, no parallelism: s·b·h·(34 + 5·a·s/h)
+    - tensor parallel only: s·b·h·(10 + 24/t + 5·a·s/(h·t))
+    - tensor + sequence parallel: s·b·h·(34 + 5·a·s/h) / t
+    - selective recomputation (attention core recomputed): s·b·h·34/t (with SP; 10+24/t without)
+    - full recomputation (only the layer input kept): 2·s·b·h
+    """
+    if recompute not in ACTIVATION_RECOMPUTE_MODES:
+        raise ValueError(f"recompute must be one of {ACTIVATION_RECOMPUTE_MODES}")
+    s = np.asarray(seq_len, dtype=np.float64)
+    b = np.asarray(micro_batch, dtype=np.float64)
+    h = np.asarray(hidden, dtype=np.float64)
+    a = np.asarray(heads, dtype=np.float64)
+    t = np.asarray(tp, dtype=np.float64)
+    sbh = s * b * h
+    attention_core = 5.0 * a * s / h  # softmax, its dropout mask, Q·K^T: the part selective drops
+    if recompute == "full":
+        return 2.0 * sbh * np.ones_like(t)
+    # Sequence parallelism also splits the LayerNorm/dropout activations that TP alone keeps whole.
+    linear = 34.0 / t if sequence_parallel else 10.0 + 24.0 / t
+    if recompute == "selective":
+        return sbh * linear
+    return sbh * (linear + attention_core / t)
+
+
+def in_flight_micro_batches(pp: ArrayLike, micro_batches: ArrayLike) -> NDArray[np.float64]:
+    """Micro-batches whose activations the busiest pipeline stage holds at once.
+
+    1F1B schedule: the first stage starts p micro-batches before its first backward,
+    so it holds min(p, m) of them (Korthikanti 2022 §4.2.3; Narayanan et al. 2021).
+    """
+    return np.minimum(np.asarray(pp, dtype=np.float64), np.asarray(micro_batches, np.float64))
+
+
+def activation_bytes_per_card(
+    seq_len: ArrayLike,
+    micro_batch: ArrayLike,
+    shape_layers: ArrayLike,
+    hidden: ArrayLike,
+    heads: ArrayLike,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    micro_batches: ArrayLike,
+    *,
+    sequence_parallel: bool = True,
+    recompute: ActivationRecompute = "none",
+) -> NDArray[np.float64]:
+    """Peak activation bytes on the busiest card: per layer × layers/pp × in-flight micro-batches.
+
+    With 1F1B the first stage holds min(p, m) micro-batches of L/p layers each, i.e. about
+    L layers' worth when m >= p: pipeline parallelism alone does not shrink activations.
+    """
+    per_layer = activation_bytes_per_layer(
+        seq_len,
+        micro_batch,
+        hidden,
+        heads,
+        tp,
+        sequence_parallel=sequence_parallel,
+        recompute=recompute,
+    )
+    layers_per_stage = np.ceil(
+        np.asarray(shape_layers, dtype=np.float64) / np.asarray(pp, dtype=np.float64)
+    )
+    return per_layer * layers_per_stage * in_flight_micro_batches(pp, micro_batches)
+
+
+def model_state_bytes_per_card(
+    params: ArrayLike, tp: ArrayLike, pp: ArrayLike, dp: ArrayLike, zero_stage: ArrayLike
+) -> NDArray[np.float64]:
+    """Training-state bytes per card: TP × PP split the parameters, ZeRO shards over DP."""
+    params_per_model_shard = np.asarray(params, dtype=np.float64) / (
+        np.asarray(tp, dtype=np.float64) * np.asarray(pp, dtype=np.float64)
+    )
+    return training_state_bytes(params_per_model_shard, zero_stage, dp)
+
+
+def usable_card_bytes(
+    card_memory_gb: ArrayLike, usable_share: ArrayLike = DEFAULT_USABLE_MEMORY_SHARE
+) -> NDArray[np.float64]:
+    """Bytes of a card the model may use (memory × share left after framework overhead)."""
+    return np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * np.asarray(usable_share)
