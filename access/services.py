@@ -1,0 +1,25 @@
+"""Keep the role groups' Django model permissions in line with the roles (for the admin site)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, Permission
+
+from access.roles import ADMIN, PLANNER, VIEWER
+
+# Apps whose models the roles act on; later issues add theirs here.
+DOMAIN_APPS = ("inventory", "planner", "accounting")
+ADMIN_EXTRA_APPS = ("auth", "authtoken", "django_celery_beat", "django_celery_results")
+
+
+def grant_role_permissions(sender=None, **kwargs) -> None:
+    domain = Permission.objects.filter(content_type__app_label__in=DOMAIN_APPS)
+    grants = {
+        VIEWER: domain.filter(codename__startswith="view_"),
+        PLANNER: domain,
+        ADMIN: Permission.objects.filter(
+            content_type__app_label__in=DOMAIN_APPS + ADMIN_EXTRA_APPS
+        ),
+    }
+    for name, permissions in grants.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        group.permissions.add(*permissions)

@@ -1,0 +1,77 @@
+from django.contrib import admin
+
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.selectors import pool_totals, pools_with_node_groups
+
+
+@admin.register(Site)
+class SiteAdmin(admin.ModelAdmin):
+    list_display = ["name", "location", "cooling_type", "pue", "tariff_per_kwh", "currency"]
+    list_filter = ["cooling_type", "currency"]
+    search_fields = ["name", "location"]
+
+
+@admin.register(AcceleratorModel)
+class AcceleratorModelAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "vendor",
+        "dense_bf16_tflops",
+        "dense_fp8_tflops",
+        "memory_gb",
+        "tdp_w",
+        "default_training_mfu",
+        "confidence",
+    ]
+    list_filter = ["vendor", "confidence"]
+    search_fields = ["name", "vendor"]
+
+
+class PoolInline(admin.TabularInline):
+    model = Pool
+    extra = 0
+    fields = ["name", "purpose", "planned_utilization"]
+    show_change_link = True
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ["name", "site", "fabric", "inter_node_bandwidth_gbps_per_card", "commissioned_on"]
+    list_filter = ["site", "fabric"]
+    list_select_related = ["site"]
+    search_fields = ["name", "site__name"]
+    inlines = [PoolInline]
+
+
+class NodeGroupInline(admin.TabularInline):
+    model = NodeGroup
+    extra = 1
+    fields = ["name", "accelerator", "node_count", "cards_per_node", "mfu"]
+    autocomplete_fields = ["accelerator"]
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    list_display = ["name", "cluster", "purpose", "card_mix", "total_cards"]
+    list_filter = ["purpose", "cluster__site", "cluster"]
+    search_fields = ["name", "cluster__name"]
+    inlines = [NodeGroupInline]
+
+    def get_queryset(self, request):
+        return pools_with_node_groups(super().get_queryset(request))
+
+    @admin.display(description="cards")
+    def total_cards(self, pool: Pool) -> int:
+        return pool_totals(pool).cards
+
+    @admin.display(description="card mix")
+    def card_mix(self, pool: Pool) -> str:
+        return " + ".join(f"{m.cards} × {m.accelerator}" for m in pool_totals(pool).mix)
+
+
+@admin.register(NodeGroup)
+class NodeGroupAdmin(admin.ModelAdmin):
+    list_display = ["name", "pool", "accelerator", "node_count", "cards_per_node"]
+    list_filter = ["accelerator", "pool__cluster"]
+    list_select_related = ["pool", "accelerator"]
+    autocomplete_fields = ["accelerator"]

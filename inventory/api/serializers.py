@@ -1,0 +1,196 @@
+"""Inventory serializers. Validation rules live on the models; serializers run them."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.selectors import pool_totals
+
+
+class ModelCleanMixin:
+    """Run the model's clean() so the API enforces the same rules as the admin and forms."""
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        instance = self.instance or self.Meta.model()
+        for key, value in attrs.items():
+            setattr(instance, key, value)
+        try:
+            instance.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from exc
+        return attrs
+
+
+class AcceleratorField(serializers.PrimaryKeyRelatedField):
+    """An accelerator given by id or by its exact catalog name."""
+
+    default_error_messages = {
+        **serializers.PrimaryKeyRelatedField.default_error_messages,
+        "unknown_name": 'No accelerator named "{name}" in the catalog.',
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not data.isdigit():
+            try:
+                return self.get_queryset().get(name=data)
+            except AcceleratorModel.DoesNotExist:
+                self.fail("unknown_name", name=data)
+        return super().to_internal_value(data)
+
+
+class SiteSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    class Meta:
+        model = Site
+        fields = [
+            "id",
+            "name",
+            "location",
+            "cooling_type",
+            "pue",
+            "pue_confirmed",
+            "metered_facility_energy_kwh",
+            "metered_it_energy_kwh",
+            "metered_period_start",
+            "metered_period_end",
+            "tariff_per_kwh",
+            "currency",
+            "grid_carbon_g_per_kwh",
+            "notes",
+            "created",
+            "updated",
+        ]
+
+
+class AcceleratorModelSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    class Meta:
+        model = AcceleratorModel
+        fields = [
+            "id",
+            "vendor",
+            "name",
+            "dense_bf16_tflops",
+            "dense_fp8_tflops",
+            "memory_gb",
+            "memory_bandwidth_tbs",
+            "tdp_w",
+            "intra_node_interconnect_gbs",
+            "default_training_mfu",
+            "list_price",
+            "rental_price_per_card_hour",
+            "currency",
+            "confidence",
+            "source",
+        ]
+
+
+class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    site_name = serializers.CharField(source="site.name", read_only=True)
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "site",
+            "site_name",
+            "name",
+            "fabric",
+            "inter_node_bandwidth_gbps_per_card",
+            "commissioned_on",
+            "capital_cost_per_card",
+            "amortization_years",
+            "yearly_opex",
+            "rental_price_per_card_hour",
+            "notes",
+            "created",
+            "updated",
+        ]
+
+
+class NodeGroupSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    accelerator = AcceleratorField(queryset=AcceleratorModel.objects.all())
+    accelerator_name = serializers.CharField(source="accelerator.name", read_only=True)
+    cards = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = NodeGroup
+        fields = [
+            "id",
+            "pool",
+            "name",
+            "accelerator",
+            "accelerator_name",
+            "node_count",
+            "cards_per_node",
+            "cards",
+            "mfu",
+            "created",
+            "updated",
+        ]
+
+
+class AcceleratorMixSerializer(serializers.Serializer):
+    accelerator_id = serializers.IntegerField()
+    accelerator = serializers.CharField()
+    vendor = serializers.CharField()
+    cards = serializers.IntegerField()
+    peak_pflops = serializers.FloatField()
+    it_power_kw = serializers.FloatField()
+
+
+class PoolSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    site = serializers.IntegerField(source="cluster.site_id", read_only=True)
+    node_groups = NodeGroupSerializer(many=True, read_only=True)
+    cards = serializers.SerializerMethodField()
+    peak_pflops = serializers.SerializerMethodField()
+    it_power_kw = serializers.SerializerMethodField()
+    heterogeneous = serializers.SerializerMethodField()
+    accelerator_mix = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Pool
+        fields = [
+            "id",
+            "cluster",
+            "cluster_name",
+            "site",
+            "name",
+            "purpose",
+            "planned_utilization",
+            "notes",
+            "cards",
+            "peak_pflops",
+            "it_power_kw",
+            "heterogeneous",
+            "accelerator_mix",
+            "node_groups",
+            "created",
+            "updated",
+        ]
+
+    def _totals(self, pool: Pool):
+        # One computation per pool per response, from the prefetched node groups.
+        cache = self.context.setdefault("_pool_totals", {})
+        if pool.pk not in cache:
+            cache[pool.pk] = pool_totals(pool)
+        return cache[pool.pk]
+
+    def get_cards(self, pool: Pool) -> int:
+        return self._totals(pool).cards
+
+    def get_peak_pflops(self, pool: Pool) -> float:
+        return round(self._totals(pool).peak_pflops, 6)
+
+    def get_it_power_kw(self, pool: Pool) -> float:
+        return round(self._totals(pool).it_power_kw, 3)
+
+    def get_heterogeneous(self, pool: Pool) -> bool:
+        return self._totals(pool).is_heterogeneous
+
+    @extend_schema_field(AcceleratorMixSerializer(many=True))
+    def get_accelerator_mix(self, pool: Pool) -> list[dict]:
+        return [m.__dict__ for m in self._totals(pool).mix]

@@ -1,0 +1,106 @@
+"""Inventory API viewsets; querysets are built by selectors so lists stay N+1-free."""
+
+from __future__ import annotations
+
+from django.db.models import ProtectedError
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from inventory.api.serializers import (
+    AcceleratorModelSerializer,
+    ClusterSerializer,
+    NodeGroupSerializer,
+    PoolSerializer,
+    SiteSerializer,
+)
+from inventory.filtersets import (
+    AcceleratorModelFilterSet,
+    ClusterFilterSet,
+    NodeGroupFilterSet,
+    PoolFilterSet,
+    SiteFilterSet,
+)
+from inventory.models import AcceleratorModel, Cluster, Pool, Site
+from inventory.selectors import node_groups_queryset, pools_with_node_groups
+from inventory.tasks import recompute_pool_totals
+
+
+class ProtectedDeleteMixin:
+    """Refuse to delete an object others still point to, with a 409 that says why."""
+
+    def destroy(self, request, *args, **kwargs):
+        try:
+            return super().destroy(request, *args, **kwargs)
+        except ProtectedError as exc:
+            names = sorted({str(obj) for obj in exc.protected_objects})[:10]
+            return Response(
+                {"detail": f"Still in use by: {', '.join(names)}. Remove those first."},
+                status=status.HTTP_409_CONFLICT,
+            )
+
+
+class SiteViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+    queryset = Site.objects.all()
+    serializer_class = SiteSerializer
+    filterset_class = SiteFilterSet
+    ordering_fields = ["name", "pue", "tariff_per_kwh", "created"]
+    search_fields = ["name", "location"]
+
+
+class AcceleratorModelViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+    queryset = AcceleratorModel.objects.all()
+    serializer_class = AcceleratorModelSerializer
+    filterset_class = AcceleratorModelFilterSet
+    ordering_fields = ["vendor", "name", "dense_bf16_tflops", "memory_gb", "tdp_w"]
+    search_fields = ["vendor", "name"]
+
+
+class ClusterViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+    queryset = Cluster.objects.select_related("site")
+    serializer_class = ClusterSerializer
+    filterset_class = ClusterFilterSet
+    ordering_fields = ["name", "site__name", "commissioned_on", "created"]
+    search_fields = ["name", "site__name"]
+
+
+class PoolViewSet(viewsets.ModelViewSet):
+    queryset = pools_with_node_groups()
+    serializer_class = PoolSerializer
+    filterset_class = PoolFilterSet
+    ordering_fields = ["name", "cluster__name", "purpose", "created"]
+    search_fields = ["name", "cluster__name"]
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(
+                inline_serializer(
+                    "TaskAccepted",
+                    {"task_id": serializers.CharField(), "status_url": serializers.CharField()},
+                ),
+                description="Queued on a Celery worker.",
+            )
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="recompute-totals")
+    def recompute_totals(self, request, pk=None):
+        """Recompute the pool's derived totals on a Celery worker (a worker round-trip)."""
+        pool = self.get_object()
+        result = recompute_pool_totals.delay(pool.pk)
+        return Response(
+            {
+                "task_id": result.id,
+                "status_url": request.build_absolute_uri(f"/api/v1/tasks/{result.id}/"),
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class NodeGroupViewSet(viewsets.ModelViewSet):
+    queryset = node_groups_queryset()
+    serializer_class = NodeGroupSerializer
+    filterset_class = NodeGroupFilterSet
+    ordering_fields = ["name", "node_count", "pool__name"]
+    search_fields = ["name", "accelerator__name"]

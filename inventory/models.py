@@ -1,0 +1,269 @@
+"""The fleet inventory: sites, the accelerator catalog, clusters, pools and node groups.
+
+Derived totals (cards, peak PFLOPS, IT power) are computed by `inventory.selectors`,
+never stored, so they cannot drift from the node groups they come from.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+# PUE at or above this is so unusual that the user must confirm it.
+PUE_CONFIRMATION_THRESHOLD = 3.0
+
+
+class CoolingType(models.TextChoices):
+    AIR = "air", "Air"
+    REAR_DOOR = "rear_door", "Rear-door heat exchanger"
+    DIRECT_LIQUID = "direct_liquid", "Direct liquid (cold plate)"
+    IMMERSION = "immersion", "Immersion"
+
+
+class Fabric(models.TextChoices):
+    INFINIBAND = "infiniband", "InfiniBand"
+    ROCE = "roce", "RoCE"
+    ETHERNET = "ethernet", "Ethernet"
+
+
+class PoolPurpose(models.TextChoices):
+    TRAINING = "training", "Training"
+    INFERENCE = "inference", "Inference"
+    MIXED = "mixed", "Mixed"
+
+
+class Confidence(models.TextChoices):
+    VENDOR = "vendor", "Vendor datasheet"
+    CURATED = "curated", "Curated from several sources"
+    UNVERIFIED = "unverified", "Unverified"
+    USER = "user", "Entered by a user"
+
+
+non_negative = MinValueValidator(0)
+
+
+class Site(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    location = models.CharField(max_length=200, blank=True)
+    cooling_type = models.CharField(
+        max_length=20, choices=CoolingType.choices, default=CoolingType.AIR
+    )
+    pue = models.FloatField(
+        "measured PUE",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1.0)],
+        help_text="Measured power usage effectiveness (facility power / IT power), at least 1.0.",
+    )
+    pue_confirmed = models.BooleanField(
+        "PUE confirmed",
+        default=False,
+        help_text=f"Tick to keep a PUE of {PUE_CONFIRMATION_THRESHOLD} or more.",
+    )
+    metered_facility_energy_kwh = models.FloatField(
+        null=True, blank=True, validators=[non_negative]
+    )
+    metered_it_energy_kwh = models.FloatField(null=True, blank=True, validators=[non_negative])
+    metered_period_start = models.DateField(null=True, blank=True)
+    metered_period_end = models.DateField(null=True, blank=True)
+    tariff_per_kwh = models.FloatField(
+        "electricity tariff per kWh", default=0.0, validators=[non_negative]
+    )
+    currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code.")
+    grid_carbon_g_per_kwh = models.FloatField(
+        "grid carbon intensity (gCO₂/kWh)", default=0.0, validators=[non_negative]
+    )
+    notes = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if (
+            self.pue is not None
+            and self.pue >= PUE_CONFIRMATION_THRESHOLD
+            and not self.pue_confirmed
+        ):
+            errors["pue"] = (
+                f"A PUE of {self.pue} is unusually high (≥ {PUE_CONFIRMATION_THRESHOLD}); "
+                "tick 'PUE confirmed' to keep it."
+            )
+        facility, it = self.metered_facility_energy_kwh, self.metered_it_energy_kwh
+        if (facility is None) != (it is None):
+            missing = "metered_it_energy_kwh" if it is None else "metered_facility_energy_kwh"
+            errors[missing] = "Metered facility and IT energy must be given together."
+        elif facility is not None and it is not None:
+            if it <= 0:
+                errors["metered_it_energy_kwh"] = "Metered IT energy must be above zero."
+            elif facility < it:
+                errors["metered_facility_energy_kwh"] = (
+                    "Facility energy cannot be below IT energy (that would be a PUE under 1.0)."
+                )
+        start, end = self.metered_period_start, self.metered_period_end
+        if start and end and end < start:
+            errors["metered_period_end"] = "The metered period must end after it starts."
+        if self.currency and (len(self.currency) != 3 or not self.currency.isalpha()):
+            errors["currency"] = "Use a three-letter ISO 4217 code such as USD, EUR or CNY."
+        if errors:
+            raise ValidationError(errors)
+
+    def save(self, *args, **kwargs) -> None:
+        self.currency = (self.currency or "").upper()
+        super().save(*args, **kwargs)
+
+
+class AcceleratorModel(models.Model):
+    """One entry of the card catalog; looked up by `name` or id."""
+
+    vendor = models.CharField(max_length=50)
+    name = models.CharField(max_length=100, unique=True)
+    dense_bf16_tflops = models.FloatField(
+        "dense BF16/FP16 TFLOPS", validators=[MinValueValidator(0.001)]
+    )
+    dense_fp8_tflops = models.FloatField(
+        "dense FP8 TFLOPS", null=True, blank=True, validators=[MinValueValidator(0.001)]
+    )
+    memory_gb = models.FloatField(validators=[MinValueValidator(0.001)])
+    memory_bandwidth_tbs = models.FloatField(
+        "memory bandwidth TB/s", validators=[MinValueValidator(0.001)]
+    )
+    tdp_w = models.FloatField("TDP W", validators=[MinValueValidator(1)])
+    intra_node_interconnect_gbs = models.FloatField(
+        "intra-node interconnect GB/s", default=64.0, validators=[MinValueValidator(0.001)]
+    )
+    default_training_mfu = models.FloatField(
+        "default training MFU",
+        default=0.4,
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        help_text="Share of peak dense FLOP/s a well-tuned training job reaches, in (0, 1].",
+    )
+    list_price = models.FloatField(
+        "list price per card", null=True, blank=True, validators=[non_negative]
+    )
+    rental_price_per_card_hour = models.FloatField(
+        null=True, blank=True, validators=[non_negative]
+    )
+    currency = models.CharField(max_length=3, default="USD")
+    confidence = models.CharField(
+        max_length=20, choices=Confidence.choices, default=Confidence.USER
+    )
+    source = models.TextField(blank=True, help_text="Where the figures come from.")
+
+    class Meta:
+        ordering = ["vendor", "name"]
+        verbose_name = "accelerator model"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+
+class Cluster(models.Model):
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="clusters")
+    name = models.CharField(max_length=100)
+    fabric = models.CharField(max_length=20, choices=Fabric.choices, default=Fabric.INFINIBAND)
+    inter_node_bandwidth_gbps_per_card = models.FloatField(
+        "inter-node bandwidth per card (Gbit/s)",
+        default=200.0,
+        validators=[MinValueValidator(0.001)],
+    )
+    commissioned_on = models.DateField(null=True, blank=True)
+    capital_cost_per_card = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[non_negative],
+        help_text="Card plus its share of server, network and storage.",
+    )
+    amortization_years = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.1)]
+    )
+    yearly_opex = models.FloatField(
+        "yearly operating cost (whole cluster)", null=True, blank=True, validators=[non_negative]
+    )
+    rental_price_per_card_hour = models.FloatField(
+        null=True, blank=True, validators=[non_negative]
+    )
+    notes = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["site__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["site", "name"], name="cluster_name_unique_per_site")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.site.name} / {self.name}" if self.site_id else self.name
+
+    def clean(self) -> None:
+        if self.capital_cost_per_card is not None and not self.amortization_years:
+            raise ValidationError(
+                {"amortization_years": "Give the amortization period for the capital cost."}
+            )
+
+
+class Pool(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=100)
+    purpose = models.CharField(
+        max_length=20, choices=PoolPurpose.choices, default=PoolPurpose.TRAINING
+    )
+    planned_utilization = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        help_text="Planning assumption for allocated ÷ available card-hours, in (0, 1].",
+    )
+    notes = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster__site__name", "cluster__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="pool_name_unique_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodeGroup(models.Model):
+    """Identical nodes of one accelerator model inside a pool."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="node_groups")
+    name = models.CharField(max_length=100)
+    accelerator = models.ForeignKey(
+        AcceleratorModel, on_delete=models.PROTECT, related_name="node_groups"
+    )
+    node_count = models.PositiveIntegerField(default=0)
+    cards_per_node = models.PositiveIntegerField(default=8, validators=[MinValueValidator(1)])
+    mfu = models.FloatField(
+        "measured or entered MFU",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "name"], name="nodegroup_name_unique_per_pool")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def cards(self) -> int:
+        return self.node_count * self.cards_per_node

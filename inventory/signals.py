@@ -1,0 +1,1 @@
+"""Inventory signal hooks (later issues mark dependent analyses stale here)."""

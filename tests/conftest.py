@@ -1,0 +1,75 @@
+"""Shared fixtures: users for each role, API clients, the demo fleet and a real Celery worker."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from access.roles import ADMIN, PLANNER, VIEWER
+
+
+def make_user(username: str, role: str | None = None, **extra) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username, **extra)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def viewer(db) -> User:
+    return make_user("viewer", VIEWER)
+
+
+@pytest.fixture
+def planner(db) -> User:
+    return make_user("planner", PLANNER)
+
+
+@pytest.fixture
+def fleet_admin(db) -> User:
+    return make_user("fleetadmin", ADMIN, is_staff=True)
+
+
+@pytest.fixture
+def no_role_user(db) -> User:
+    return make_user("norole")
+
+
+@pytest.fixture
+def client_for():
+    """An APIClient logged in (by session) as the given user, or anonymous for None."""
+
+    def build(user: User | None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return build
+
+
+@pytest.fixture
+def demo_fleet(db):
+    from inventory.services import load_demo_fleet
+
+    return load_demo_fleet()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_session(django_db_setup, django_db_blocker):
+    """A real Celery worker (in a thread) consuming from the configured broker."""
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery_app import app
+
+    with django_db_blocker.unblock():
+        app.control.purge()  # drop messages left by an earlier, interrupted run
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+            yield app
+
+
+@pytest.fixture
+def celery_worker(celery_worker_session, transactional_db):
+    """Use with tests that need the worker; they run with real commits so the worker sees data."""
+    return celery_worker_session
