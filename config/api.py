@@ -29,7 +29,9 @@ class TaskStatusView(APIView):
         row = TaskResult.objects.filter(task_id=task_id).first()
         if row is None:
             # Unknown to the result table: queued and not started yet (or never existed).
-            return Response({"task_id": task_id, "status": "PENDING", "result": None, "date_done": None})
+            return Response(
+                {"task_id": task_id, "status": "PENDING", "result": None, "date_done": None}
+            )
         try:
             result = json.loads(row.result) if row.result else None
         except ValueError:

@@ -36,7 +36,13 @@ class PoolInline(admin.TabularInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ["name", "site", "fabric", "inter_node_bandwidth_gbps_per_card", "commissioned_on"]
+    list_display = [
+        "name",
+        "site",
+        "fabric",
+        "inter_node_bandwidth_gbps_per_card",
+        "commissioned_on",
+    ]
     list_filter = ["site", "fabric"]
     list_select_related = ["site"]
     search_fields = ["name", "site__name"]

@@ -28,7 +28,9 @@ def catalog_rows(path: Path = CATALOG_CSV) -> list[dict[str, Any]]:
                 "intra_node_interconnect_gbs": float(row["intra_node_interconnect_gbs"]),
                 "default_training_mfu": float(row["default_training_mfu"]),
                 "list_price": _optional_float(row["list_price_usd"]),
-                "rental_price_per_card_hour": _optional_float(row["rental_price_per_card_hour_usd"]),
+                "rental_price_per_card_hour": _optional_float(
+                    row["rental_price_per_card_hour_usd"]
+                ),
                 "currency": "USD",
                 "confidence": row["confidence"],
                 "source": row["note"],

@@ -84,6 +84,10 @@ class Site(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs) -> None:
+        self.currency = (self.currency or "").upper()
+        super().save(*args, **kwargs)
+
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if (
@@ -114,10 +118,6 @@ class Site(models.Model):
         if errors:
             raise ValidationError(errors)
 
-    def save(self, *args, **kwargs) -> None:
-        self.currency = (self.currency or "").upper()
-        super().save(*args, **kwargs)
-
 
 class AcceleratorModel(models.Model):
     """One entry of the card catalog; looked up by `name` or id."""
@@ -147,9 +147,7 @@ class AcceleratorModel(models.Model):
     list_price = models.FloatField(
         "list price per card", null=True, blank=True, validators=[non_negative]
     )
-    rental_price_per_card_hour = models.FloatField(
-        null=True, blank=True, validators=[non_negative]
-    )
+    rental_price_per_card_hour = models.FloatField(null=True, blank=True, validators=[non_negative])
     currency = models.CharField(max_length=3, default="USD")
     confidence = models.CharField(
         max_length=20, choices=Confidence.choices, default=Confidence.USER
@@ -162,7 +160,6 @@ class AcceleratorModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
 
 
 class Cluster(models.Model):
@@ -187,9 +184,7 @@ class Cluster(models.Model):
     yearly_opex = models.FloatField(
         "yearly operating cost (whole cluster)", null=True, blank=True, validators=[non_negative]
     )
-    rental_price_per_card_hour = models.FloatField(
-        null=True, blank=True, validators=[non_negative]
-    )
+    rental_price_per_card_hour = models.FloatField(null=True, blank=True, validators=[non_negative])
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

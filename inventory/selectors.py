@@ -55,7 +55,13 @@ def totals_of(node_groups) -> Totals:
         accel = group.accelerator
         entry = by_model.setdefault(
             accel.id,
-            {"accelerator": accel.name, "vendor": accel.vendor, "cards": 0, "tflops": 0.0, "w": 0.0},
+            {
+                "accelerator": accel.name,
+                "vendor": accel.vendor,
+                "cards": 0,
+                "tflops": 0.0,
+                "w": 0.0,
+            },
         )
         cards = group.node_count * group.cards_per_node
         entry["cards"] += cards

@@ -22,7 +22,7 @@ from inventory.filtersets import (
     PoolFilterSet,
     SiteFilterSet,
 )
-from inventory.models import AcceleratorModel, Cluster, Pool, Site
+from inventory.models import AcceleratorModel, Cluster, Site
 from inventory.selectors import node_groups_queryset, pools_with_node_groups
 from inventory.tasks import recompute_pool_totals
 

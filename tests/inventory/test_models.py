@@ -52,7 +52,9 @@ def test_metered_energy_needs_both_readings_and_facility_at_least_it():
 def test_metered_period_must_end_after_start():
     import datetime as dt
 
-    site = Site(name="x", metered_period_start=dt.date(2026, 2, 1), metered_period_end=dt.date(2026, 1, 1))
+    site = Site(
+        name="x", metered_period_start=dt.date(2026, 2, 1), metered_period_end=dt.date(2026, 1, 1)
+    )
     assert "metered_period_end" in errors_of(site)
 
 
@@ -82,7 +84,9 @@ def test_mfu_of_exactly_one_is_allowed(pool, a100):
 
 
 def test_counts_must_not_be_negative_and_nodes_hold_cards(pool, a100):
-    assert "node_count" in errors_of(NodeGroup(pool=pool, name="g", accelerator=a100, node_count=-1))
+    assert "node_count" in errors_of(
+        NodeGroup(pool=pool, name="g", accelerator=a100, node_count=-1)
+    )
     assert "cards_per_node" in errors_of(
         NodeGroup(pool=pool, name="g", accelerator=a100, node_count=1, cards_per_node=0)
     )

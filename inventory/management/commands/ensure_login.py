@@ -1,5 +1,7 @@
 import secrets
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
@@ -22,6 +24,10 @@ class Command(BaseCommand):
         password = password or secrets.token_urlsafe(12)
         user = user_model.objects.create_superuser(username=username, email="", password=password)
         user.groups.add(Group.objects.get(name=ADMIN))
+        # Kept for the operator of a fresh install; var/ is git-ignored and private to the host.
+        note = Path(settings.VAR_DIR) / "initial-login.txt"
+        note.write_text(f"username: {username}\npassword: {password}\n")
+        note.chmod(0o600)
         self.stdout.write(
             self.style.SUCCESS(f"Created login  username: {username}  password: {password}")
         )
