@@ -1,0 +1,647 @@
+"""Slurm ``sacct --parsable2`` output -> usage-record chunks.
+
+Produce the input with, for example::
+
+    sacct --allusers --parsable2 --duplicates --starttime 2024-01-01 --endtime 2025-01-01 \\
+        --format JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Start,End,Elapsed,\\
+                 State,NNodes,AllocTRES,NodeList[,TRESUsageInAve]
+
+Columns are read by NAME from the header line (case-insensitive, any order, extra columns
+ignored). Without a header (``sacct -n``) the caller passes the column list; the default is
+:data:`DEFAULT_SACCT_COLUMNS`. ``--parsable`` (a trailing ``|``) is accepted too.
+
+Rules (each one is tested):
+
+* GPUs come from ``AllocTRES`` only: ``ReqTRES`` under-reports exclusive jobs.
+  ``gres/gpu:h100=8`` names the model through the alias table; ``gres/gpu=8`` alone takes the
+  model of the partition (``partition_models``), else ``default_model``, else unknown.
+  A job holding two typed kinds gives one record per kind (``record_key`` gets ``/<type>``);
+  an untyped remainder (``gres/gpu`` above the typed sum) becomes one more record.
+* MIG slices count as their fraction of a card: ``gres/gpu:a100_3g.20gb=1`` -> 3/7 card.
+* Steps (``123.batch``, ``123.extern``, ``123.0``, ``123_4.0``, ``123+0.0``) are folded into the
+  allocation line right above them, which carries ``AllocTRES``. ``gres/gpuutil`` in a step's
+  ``TRESUsageInAve`` is a sum over the step's GPUs; it is divided by the GPU count and the
+  job's ``gpu_utilization`` is the elapsed-weighted mean over its non-extern steps.
+* Array tasks (``123_4``) and het components (``123+0``) are separate allocations with their own
+  ``JobIDRaw`` and ``AllocTRES``; each is one record with ``parent_job_id`` ``123``.
+* ``record_key`` = ``<JobIDRaw>@<Submit as printed>``: Slurm resets Submit on requeue, so the
+  runs that ``--duplicates`` lists (REQUEUED, then the final run) stay separate records, and
+  a re-import of the same run updates it.
+* States: ``CANCELLED by 1234`` -> cancelled; REQUEUED -> preempted; OUT_OF_MEMORY -> failed;
+  BOOT_FAIL -> node_fail (see :data:`~accounting.parsing.schema.SCHEDULER_STATES`).
+  Unknown state words are errors.
+* Not usage, skipped without error (counted in :class:`SacctStats`): pending jobs, jobs that
+  never started (Start ``Unknown``/``None``), jobs without GPUs.
+* Times are wall-clock times in ``timezone`` (default UTC), converted to UTC. End ``Unknown``
+  is only valid for running jobs; ``Elapsed`` (``[D-]HH:MM:SS``, ``MM:SS``, ``MM:SS.mmm``) wins
+  over End - Start because it excludes suspended time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from accounting.parsing.aliases import DEFAULT_GRES_ALIASES, resolve_gres_types
+from accounting.parsing.blocks import (
+    ParseProgress,
+    ProgressCallback,
+    RecordBlock,
+    UsageSource,
+    iter_record_blocks,
+    open_source,
+    read_block_frame,
+)
+from accounting.parsing.errors import (
+    DEFAULT_MAX_ERRORS,
+    IssueCollector,
+    TooManyIssues,
+)
+from accounting.parsing.fields import (
+    blank_to_na,
+    localize_to_utc,
+    map_distinct,
+    parse_elapsed_hours,
+    parse_numbers,
+    parse_slurm_times,
+)
+from accounting.parsing.schema import SCHEDULER_STATES, conform_usage_frame
+
+DEFAULT_SACCT_COLUMNS: tuple[str, ...] = (
+    "JobID",
+    "JobIDRaw",
+    "Cluster",
+    "Partition",
+    "Account",
+    "User",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "State",
+    "NNodes",
+    "AllocTRES",
+    "NodeList",
+)
+REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State", "AllocTRES")
+DEFAULT_CHUNK_LINES = 100_000
+
+_GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
+_JOB_LABEL_RE = r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?$"
+_UNTYPED_GPU_RE = r"(?:^|,)gres/gpu=(\d+)"
+_GPU_UTIL_RE = r"(?:^|,)gres/gpuutil=(\d+(?:\.\d+)?)"
+_COUNT_RE = re.compile(r"^\d+$")
+
+
+@dataclass
+class SacctStats:
+    """What a parse saw; pass one in to read it after the iteration."""
+
+    allocation_lines: int = 0
+    step_lines: int = 0
+    blank_lines: int = 0
+    records: int = 0
+    skipped_never_started: int = 0
+    skipped_without_gpu: int = 0
+    records_with_unknown_model: int = 0
+
+
+@dataclass(frozen=True)
+class _Layout:
+    names: tuple[str, ...]  # lower-case column names in file order (plus "" for a trailing |)
+    field_count: int
+    header_present: bool
+
+
+def iter_sacct_chunks(
+    source: UsageSource,
+    *,
+    columns: Sequence[str] | None = None,
+    cluster: str | None = None,
+    aliases: Mapping[str, str] = DEFAULT_GRES_ALIASES,
+    partition_models: Mapping[str, str] | None = None,
+    default_model: str | None = None,
+    unknown_model: Literal["keep", "error"] = "keep",
+    timezone: str = "UTC",
+    as_of: datetime | None = None,
+    chunk_lines: int = DEFAULT_CHUNK_LINES,
+    max_errors: int = DEFAULT_MAX_ERRORS,
+    delimiter: str = "|",
+    progress: ProgressCallback | None = None,
+    stats: SacctStats | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Yield validated usage chunks (see :mod:`accounting.parsing.schema`) from sacct output.
+
+    Args:
+        source: path, or binary/text file object, of ``sacct --parsable2`` output.
+        columns: column names when the file has no header (default :data:`DEFAULT_SACCT_COLUMNS`);
+            ignored when a header line is present.
+        cluster: cluster name for lines whose ``Cluster`` column is absent or empty.
+        aliases: gres type -> catalog model (:data:`DEFAULT_GRES_ALIASES`).
+        partition_models / default_model: model for untyped ``gres/gpu=N``.
+        unknown_model: ``"error"`` rejects lines whose model cannot be resolved.
+        timezone: the zone sacct printed times in (it prints no offset).
+        as_of: export time, only needed for running jobs when there is no ``Elapsed`` column.
+        chunk_lines: input lines per chunk (memory is proportional to it).
+        max_errors: stop after this many problems.
+        progress: called after every block with cumulative :class:`ParseProgress`.
+        stats: filled with counts of what was read and skipped.
+
+    Raises:
+        UsageValidationError: after the last chunk (or once ``max_errors`` problems are
+            collected) if any line was bad. No chunk is yielded after the first bad line, but the
+            caller must still treat the import as one transaction.
+    """
+    stats = stats if stats is not None else SacctStats()
+    issues = IssueCollector(max_errors=max_errors)
+    context = _ChunkContext(
+        cluster=cluster,
+        aliases=aliases,
+        partition_models=dict(partition_models or {}),
+        default_model=default_model,
+        unknown_model=unknown_model,
+        timezone=timezone,
+        as_of=as_of,
+        issues=issues,
+        stats=stats,
+    )
+    records_emitted = 0
+    try:
+        with open_source(source) as (stream, total_bytes):
+            layout: _Layout | None = None
+            carry: pd.DataFrame | None = None
+            blocks = iter_record_blocks(
+                stream, delimiter=delimiter, quotechar=None, records_per_block=chunk_lines
+            )
+            for block in blocks:
+                if layout is None:
+                    layout, header_index = _detect_layout(block, columns, delimiter, issues)
+                    if layout is None:
+                        continue
+                else:
+                    header_index = -1
+                frame = _read_block(block, layout, header_index, delimiter, issues, stats)
+                if carry is not None:
+                    frame = pd.concat([carry, frame], ignore_index=True)
+                frame, carry = _split_trailing_job(frame)
+                chunk = context.process(frame)
+                if progress is not None:
+                    progress(
+                        ParseProgress(
+                            block.bytes_read, block.lines_read, records_emitted, total_bytes
+                        )
+                    )
+                if not issues and len(chunk):
+                    records_emitted += len(chunk)
+                    yield chunk
+            if carry is not None and len(carry):
+                chunk = context.process(carry)
+                if not issues and len(chunk):
+                    records_emitted += len(chunk)
+                    yield chunk
+    except TooManyIssues:
+        raise issues.error(truncated=True) from None
+    if issues:
+        raise issues.error()
+
+
+def read_sacct(source: UsageSource, **options: object) -> pd.DataFrame:
+    """Whole-file convenience for small inputs and tests: concatenated chunks."""
+    from accounting.parsing.schema import empty_usage_frame
+
+    chunks = list(iter_sacct_chunks(source, **options))  # type: ignore[arg-type]
+    return pd.concat(chunks, ignore_index=True) if chunks else empty_usage_frame()
+
+
+# -- layout and blocks ---------------------------------------------------------------------
+
+
+def _looks_like_header(fields: list[str]) -> bool:
+    names = [field.strip().lower() for field in fields]
+    return "jobid" in names or "jobidraw" in names
+
+
+def _detect_layout(
+    block: RecordBlock, columns: Sequence[str] | None, delimiter: str, issues: IssueCollector
+) -> tuple[_Layout | None, int]:
+    """Find the header (or use ``columns``) from the first non-blank record."""
+    non_blank = np.flatnonzero(~block.blank)
+    if len(non_blank) == 0:
+        return None, -1
+    first = int(non_blank[0])
+    fields = block.record_text(first).split(delimiter)
+    if _looks_like_header(fields):
+        header_present = True
+        names = [field.strip().lower() for field in fields]
+        trailing = names[-1] == ""
+        header_index = first
+    else:
+        header_present = False
+        names = [name.strip().lower() for name in (columns or DEFAULT_SACCT_COLUMNS)]
+        # sacct --parsable ends every line with the delimiter: one more, empty, field.
+        trailing = len(fields) == len(names) + 1 and fields[-1] == ""
+        header_index = -1
+    field_count = len(names) + (1 if trailing and not header_present else 0)
+    names_in_file = names[:-1] if header_present and trailing else names
+    line = int(block.record_lines[first]) if header_present else 1
+    seen: set[str] = set()
+    for name in names_in_file:
+        if name in seen:
+            issues.add(line, name, "column named twice in the header")
+        seen.add(name)
+    for required in REQUIRED_SACCT_COLUMNS:
+        if required.lower() not in seen:
+            why = (
+                " (GPU counts come from AllocTRES, never ReqTRES)"
+                if required == "AllocTRES"
+                else ""
+            )
+            issues.add(line, required, f"required column is missing{why}")
+    if "end" not in seen and "elapsed" not in seen:
+        issues.add(line, "End", "need End or Elapsed to know how long the job ran")
+    if issues:
+        raise issues.error()
+    padded = tuple(names_in_file) + (("",) if trailing else ())
+    return _Layout(padded, field_count, header_present), header_index
+
+
+def _read_block(
+    block: RecordBlock,
+    layout: _Layout,
+    header_index: int,
+    delimiter: str,
+    issues: IssueCollector,
+    stats: SacctStats,
+) -> pd.DataFrame:
+    """Reject wrong field counts by line, then parse the good records as strings."""
+    blank = block.blank
+    stats.blank_lines += int(blank.sum())
+    keep = ~blank
+    if header_index >= 0:
+        keep[header_index] = False
+    wrong = keep & (block.field_counts != layout.field_count)
+    if wrong.any():
+        expected = layout.field_count
+        for position in np.flatnonzero(wrong)[: issues.max_errors]:
+            found = int(block.field_counts[position])
+            line = int(block.record_lines[position])
+            if found < expected:
+                column = layout.names[found] or str(found + 1)
+                issues.add(line, column, f"missing field: line has {found} of {expected} fields")
+            else:
+                issues.add(
+                    line, str(expected + 1), f"extra field: line has {found} of {expected} fields"
+                )
+    good = keep & ~wrong
+    names = [name or f"_trailing_{i}" for i, name in enumerate(layout.names)]
+    frame = read_block_frame(block.select_bytes(good), names, delimiter=delimiter)
+    frame["source_line"] = block.record_lines[good]
+    return frame
+
+
+def _split_trailing_job(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Hold back the last allocation line and its steps: more steps may be in the next block."""
+    if frame.empty:
+        return frame, None
+    is_allocation = ~frame["jobid"].str.contains(".", regex=False).to_numpy()
+    allocations = np.flatnonzero(is_allocation)
+    if len(allocations) == 0:
+        return frame.iloc[:0], frame
+    last = int(allocations[-1])
+    return frame.iloc[:last], frame.iloc[last:].reset_index(drop=True)
+
+
+# -- per-chunk processing ------------------------------------------------------------------
+
+
+@dataclass
+class _ChunkContext:
+    cluster: str | None
+    aliases: Mapping[str, str]
+    partition_models: dict[str, str]
+    default_model: str | None
+    unknown_model: Literal["keep", "error"]
+    timezone: str
+    as_of: datetime | None
+    issues: IssueCollector
+    stats: SacctStats
+
+    def process(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Fold steps into jobs, validate, and build the usage records of one chunk."""
+        frame = frame.reset_index(drop=True)
+        if frame.empty:
+            return conform_usage_frame(pd.DataFrame())
+        issues = self.issues
+        lines = frame["source_line"].to_numpy()
+        label_parts = frame["jobid"].str.strip().str.partition(".")
+        base_label = label_parts[0]
+        step_name = label_parts[2]
+        is_step = (label_parts[1] == ".").to_numpy()
+        self.stats.step_lines += int(is_step.sum())
+        self.stats.allocation_lines += int((~is_step).sum())
+
+        group = np.cumsum(~is_step)
+        orphan = is_step & (group == 0)
+        issues.add_where(orphan, lines, "JobID", "step line without its job's line above it")
+        allocation_label = base_label.where(~is_step).ffill()
+        stray = is_step & (group > 0) & (base_label != allocation_label).to_numpy()
+        issues.add_where(
+            stray,
+            lines,
+            "JobID",
+            "step of " + base_label + " follows the line of job " + allocation_label.fillna(""),
+        )
+        gpu_utilization = self._step_gpu_utilization(frame, is_step, step_name, group)
+
+        jobs = frame.loc[~is_step].copy()
+        jobs["_group"] = group[~is_step]
+        return self._jobs_to_records(jobs, gpu_utilization)
+
+    def _step_gpu_utilization(
+        self,
+        frame: pd.DataFrame,
+        is_step: np.ndarray,
+        step_name: pd.Series,
+        group: np.ndarray,
+    ) -> pd.Series:
+        """Elapsed-weighted mean per-card utilization (fraction) per allocation group."""
+        if "tresusageinave" not in frame:
+            return pd.Series(dtype="float64")
+        counted = (step_name != "extern").to_numpy()
+        usage = frame.loc[counted]
+        summed_pct = usage["tresusageinave"].str.extract(_GPU_UTIL_RE)[0].astype("float64")
+        step_gpus = usage["alloctres"].str.extract(_UNTYPED_GPU_RE)[0].astype("float64")
+        job_gpus = step_gpus.where(~pd.Series(is_step[counted], index=usage.index))
+        job_gpus = job_gpus.groupby(group[counted]).transform("first")
+        gpus = step_gpus.fillna(job_gpus)
+        per_card = (summed_pct / gpus / 100.0).clip(upper=1.0)
+        if "elapsed" in usage:
+            weight = parse_elapsed_hours(usage["elapsed"])[0].fillna(0.0)
+        else:
+            weight = pd.Series(1.0, index=usage.index)
+        # The tiny floor keeps zero-length steps when they are all there is.
+        weight = (weight + 1e-9).where(per_card.notna(), 0.0)
+        weighted = (per_card.fillna(0.0) * weight).groupby(group[counted]).sum()
+        total_weight = weight.groupby(group[counted]).sum()
+        return (weighted / total_weight).where(total_weight > 0)
+
+    def _jobs_to_records(self, jobs: pd.DataFrame, gpu_utilization: pd.Series) -> pd.DataFrame:
+        issues = self.issues
+        lines = jobs["source_line"].to_numpy()
+        label = jobs["jobid"].str.strip()
+        bad_label = ~label.str.match(_JOB_LABEL_RE).to_numpy()
+        issues.add_where(bad_label, lines, "JobID", "'" + label + "' is not a Slurm job id")
+
+        # States: a handful of distinct words, so map them once each.
+        state_word = map_distinct(jobs["state"], _state_word)
+        known = np.array([word in SCHEDULER_STATES for word in state_word], dtype=bool)
+        issues.add_where(
+            ~known, lines, "State", "unknown state '" + jobs["state"].str.strip() + "'"
+        )
+        state = pd.Series(
+            [SCHEDULER_STATES.get(word) for word in state_word], index=jobs.index, dtype="object"
+        )
+        running = (state == "running").to_numpy()
+
+        start = parse_slurm_times(jobs["start"], self.timezone)
+        issues.add_where(start.bad, lines, "Start", "'" + jobs["start"] + "' is not a date-time")
+        if "end" in jobs:
+            end = parse_slurm_times(jobs["end"], self.timezone)
+            issues.add_where(end.bad, lines, "End", "'" + jobs["end"] + "' is not a date-time")
+        else:
+            end = None
+        if "submit" in jobs:
+            submit = parse_slurm_times(jobs["submit"], self.timezone)
+            issues.add_where(
+                submit.bad, lines, "Submit", "'" + jobs["submit"] + "' is not a date-time"
+            )
+            submit_values = submit.values
+            key_time = jobs["submit"].str.strip().where(~submit.missing, jobs["start"].str.strip())
+        else:
+            submit_values = pd.Series(pd.NaT, index=jobs.index, dtype="datetime64[us, UTC]")
+            key_time = jobs["start"].str.strip()
+
+        never_started = start.missing & known
+        issues.add_where(
+            never_started & running, lines, "Start", "running job without a start time"
+        )
+        pending = known & state.isna().to_numpy()
+        skip = pending | (never_started & ~running)
+        self.stats.skipped_never_started += int(skip.sum())
+
+        if "elapsed" in jobs:
+            elapsed_h, elapsed_missing, elapsed_bad = parse_elapsed_hours(jobs["elapsed"])
+            issues.add_where(
+                elapsed_bad & ~skip,
+                lines,
+                "Elapsed",
+                "'" + jobs["elapsed"] + "' is not a duration ([D-]HH:MM:SS, MM:SS or MM:SS.mmm)",
+            )
+        else:
+            elapsed_h = pd.Series(np.nan, index=jobs.index)
+            elapsed_missing = np.ones(len(jobs), dtype=bool)
+        end_values = (
+            end.values
+            if end is not None
+            else pd.Series(pd.NaT, index=jobs.index, dtype="datetime64[us, UTC]")
+        )
+        end_missing = end.missing if end is not None else np.ones(len(jobs), dtype=bool)
+        span_h = (end_values - start.values).dt.total_seconds() / 3600.0
+        issues.add_where((span_h < 0).to_numpy() & ~skip, lines, "End", "End is before Start")
+        finished_without_end = end_missing & ~running & ~skip & known
+        issues.add_where(
+            finished_without_end & elapsed_missing,
+            lines,
+            "End",
+            "a finished job needs End or Elapsed",
+        )
+        duration_h = elapsed_h.where(~elapsed_missing, span_h)
+        if self.as_of is not None:
+            as_of = pd.Timestamp(self.as_of)
+            if as_of.tzinfo is None:
+                as_of = localize_to_utc(pd.Series([as_of]), self.timezone).iloc[0]
+            so_far_h = (as_of.tz_convert("UTC") - start.values).dt.total_seconds() / 3600.0
+            duration_h = duration_h.fillna(so_far_h.where(pd.Series(running, index=jobs.index)))
+        issues.add_where(
+            duration_h.isna().to_numpy() & running & ~start.missing,
+            lines,
+            "Elapsed",
+            "running job without Elapsed (pass as_of to measure it up to the export)",
+        )
+        # A finished job without End: End = Start + Elapsed.
+        end_filled = end_values.where(
+            ~pd.Series(finished_without_end, index=jobs.index),
+            start.values + pd.to_timedelta(duration_h, unit="h"),
+        )
+
+        # GPUs from AllocTRES: parse each distinct string once (job shapes repeat a lot).
+        tres_codes, gpu_table, tres_problems = _gpu_entry_table(jobs["alloctres"])
+        problem = tres_problems[tres_codes]
+        issues.add_where(
+            (problem != "") & ~skip, lines, "AllocTRES", pd.Series(problem, dtype="object")
+        )
+
+        nodes = None
+        if "nnodes" in jobs:
+            nodes, _, nodes_bad = parse_numbers(jobs["nnodes"])
+            nodes_bad |= (nodes < 0).to_numpy() | ((nodes % 1) != 0).to_numpy()
+            issues.add_where(
+                nodes_bad & ~skip,
+                lines,
+                "NNodes",
+                "'" + jobs["nnodes"] + "' is not a non-negative whole number",
+            )
+
+        cluster = (
+            blank_to_na(jobs["cluster"])
+            if "cluster" in jobs
+            else pd.Series(pd.NA, index=jobs.index, dtype="str")
+        )
+        if self.cluster is not None:
+            cluster = cluster.fillna(self.cluster)
+        issues.add_where(
+            cluster.isna().to_numpy() & ~skip,
+            lines,
+            "Cluster",
+            "no cluster name (add the Cluster column or pass cluster=...)",
+        )
+        if self.issues:
+            return conform_usage_frame(pd.DataFrame())
+
+        # Build one row per job, then expand to one row per GPU kind.
+        job_id = blank_to_na(jobs["jobidraw"]) if "jobidraw" in jobs else label
+        job_id = job_id.fillna(label)
+        base = pd.DataFrame(
+            {
+                "cluster": cluster,
+                "job_id": job_id,
+                "job_label": label,
+                "parent_job_id": label.str.extract(r"^(\d+)")[0],
+                "record_key": job_id + "@" + key_time,
+                "account": _optional_text(jobs, "account"),
+                "user": _optional_text(jobs, "user"),
+                "partition": _optional_text(jobs, "partition"),
+                "nodes": nodes,
+                "submit": submit_values,
+                "start": start.values,
+                "end": end_filled.where(~pd.Series(running, index=jobs.index)),
+                "duration_h": duration_h,
+                "state": state,
+                "scheduler_state": pd.Series(state_word, index=jobs.index, dtype="str"),
+                "gpu_utilization": jobs["_group"].map(gpu_utilization).astype("float64"),
+                "source_line": jobs["source_line"],
+                "_tres_code": tres_codes,
+            }
+        )
+        base = base.loc[~skip]
+        records = base.merge(gpu_table, on="_tres_code", how="inner", sort=False)
+        with_gpu = records.loc[~records.duplicated("source_line"), "source_line"]
+        self.stats.skipped_without_gpu += len(base) - len(with_gpu)
+        if records.empty:
+            return conform_usage_frame(pd.DataFrame())
+        multi_kind = records["_kinds"].to_numpy() > 1
+        records["record_key"] = records["record_key"].where(
+            ~multi_kind, records["record_key"] + "/" + records["gres_type"].fillna("gpu")
+        )
+        raw_count = records["_raw_count"].to_numpy()
+        records = records.drop(columns=["_tres_code", "_kinds", "_raw_count"])
+        return self._resolve_models(records, raw_count)
+
+    def _resolve_models(self, records: pd.DataFrame, raw_count: np.ndarray) -> pd.DataFrame:
+        """Alias-map typed gres, default untyped gres by partition, apply MIG fractions."""
+        typed = records["gres_type"].notna().to_numpy()
+        table = resolve_gres_types(records.loc[typed, "gres_type"].unique(), self.aliases)
+        model = records["gres_type"].map(table["accelerator_model"]).astype("str")
+        fraction = records["gres_type"].map(table["card_fraction"]).fillna(1.0).to_numpy()
+        records["mig_profile"] = records["gres_type"].map(table["mig_profile"])
+        untyped_model = records["partition"].map(self.partition_models)
+        if self.default_model is not None:
+            untyped_model = untyped_model.fillna(self.default_model)
+        records["accelerator_model"] = model.where(typed, untyped_model.astype("str"))
+        records["cards"] = raw_count * fraction
+        records["card_hours"] = records["cards"] * records["duration_h"]
+        unknown = records["accelerator_model"].isna().to_numpy()
+        self.stats.records_with_unknown_model += int(unknown.sum())
+        if self.unknown_model == "error" and unknown.any():
+            why = np.where(
+                typed,
+                "gres type '" + records["gres_type"].fillna("") + "' is not in the alias table",
+                "untyped gres/gpu and no model for partition '"
+                + records["partition"].fillna("")
+                + "'",
+            )
+            self.issues.add_where(unknown, records["source_line"].to_numpy(), "AllocTRES", why)
+            return conform_usage_frame(pd.DataFrame())
+        self.stats.records += len(records)
+        return conform_usage_frame(records)
+
+
+def _optional_text(jobs: pd.DataFrame, column: str) -> pd.Series:
+    if column in jobs:
+        return blank_to_na(jobs[column])
+    return pd.Series(pd.NA, index=jobs.index, dtype="str")
+
+
+def _state_word(text: str) -> str:
+    """``CANCELLED by 1234`` -> ``CANCELLED``; ``CANCELLED+`` (truncated) -> ``CANCELLED``."""
+    words = str(text).strip().split()
+    return words[0].upper().rstrip("+") if words else ""
+
+
+def _gpu_entries(tres: str) -> list[tuple[str | None, float]] | str:
+    """GPU holdings of one AllocTRES string: [(gres type or None, count)], or a problem text."""
+    typed: list[tuple[str | None, float]] = []
+    untyped_total: float | None = None
+    for gres_type, value in _GPU_TRES_RE.findall(str(tres)):
+        if not _COUNT_RE.match(value.strip()):
+            return f"gres/gpu count '{value}' is not a non-negative whole number"
+        count = float(value)
+        if gres_type:
+            if count > 0:
+                typed.append((gres_type, count))
+        else:
+            untyped_total = count
+    typed_total = sum(count for _, count in typed)
+    if untyped_total is not None and untyped_total > typed_total:
+        # GPUs beyond the typed ones (or all of them when none is typed).
+        typed.append((None, untyped_total - typed_total))
+    return typed
+
+
+def _gpu_entry_table(alloc_tres: pd.Series) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """Parse each distinct AllocTRES once.
+
+    Returns (per-row code, table of GPU kinds per code with columns ``_tres_code``,
+    ``gres_type``, ``_raw_count``, ``_kinds``, and per-code problem text, "" when fine).
+    """
+    codes, uniques = pd.factorize(alloc_tres, use_na_sentinel=False)
+    code_column: list[int] = []
+    type_column: list[str | None] = []
+    count_column: list[float] = []
+    kinds_column: list[int] = []
+    problems = np.full(len(uniques), "", dtype=object)
+    for code, tres in enumerate(uniques):
+        entries = _gpu_entries(tres)
+        if isinstance(entries, str):
+            problems[code] = entries
+            continue
+        for gres_type, count in entries:
+            code_column.append(code)
+            type_column.append(gres_type)
+            count_column.append(count)
+            kinds_column.append(len(entries))
+    table = pd.DataFrame(
+        {
+            "_tres_code": pd.Series(code_column, dtype="int64"),
+            "gres_type": pd.Series(type_column, dtype="str"),
+            "_raw_count": pd.Series(count_column, dtype="float64"),
+            "_kinds": pd.Series(kinds_column, dtype="int64"),
+        }
+    )
+    return codes.astype("int64"), table, problems
