@@ -46,6 +46,7 @@ from planner.engine.memory import (
 )
 from planner.engine.parallelism import FixedParallelism, enumerate_splits, no_split_reason
 from planner.engine.reliability import cooling_adjusted_mtbf_card_h, effective_time_arrays
+from planner.engine.scaling import fabric_efficiency_of, modeled_scaling_arrays
 
 SECONDS_PER_DAY = 86_400.0
 HOURS_PER_YEAR = 8_760.0
@@ -117,28 +118,32 @@ def _seam_default_reliability(cooling_type: NDArray[np.object_]) -> dict[str, ND
     }
 
 
-def _seam_scaling(splits: pd.DataFrame) -> NDArray[np.float64]:
-    """§3 scaling for each split row. TEMPORARY spec formula until planner.engine.scaling exists.
+def _seam_scaling(
+    workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFrame, cards: NDArray
+) -> NDArray[np.float64]:
+    """§3 modeled scaling of each split row: planner.engine.scaling.modeled_scaling_arrays."""
+    row = splits["row"].to_numpy()
+    shape = workload.model_shape
 
-    Columns used: tp, pp, dp, micro_batches, cards_per_node, step_compute_seconds,
-    gradient_bytes_per_replica, tp_bytes_per_step, inter_node_bandwidth_gbps_per_card,
-    intra_node_interconnect_gbs, comm_overlap_share.
-    """
-    tp = splits["tp"].to_numpy(np.float64)
-    pp = splits["pp"].to_numpy(np.float64)
-    dp = splits["dp"].to_numpy(np.float64)
-    m = splits["micro_batches"].to_numpy(np.float64)
-    compute = splits["step_compute_seconds"].to_numpy(np.float64)
-    inter_bytes_per_s = splits["inter_node_bandwidth_gbps_per_card"].to_numpy(np.float64) * 1e9 / 8
-    intra_bytes_per_s = splits["intra_node_interconnect_gbs"].to_numpy(np.float64) * 1e9
-    bubble = compute * (pp - 1) / m
-    gradient_bytes = splits["gradient_bytes_per_replica"].to_numpy(np.float64)
-    allreduce = 2 * (dp - 1) / dp * gradient_bytes / inter_bytes_per_s
-    exposed = (1 - splits["comm_overlap_share"].to_numpy(np.float64)) * allreduce
-    inside_node = tp <= splits["cards_per_node"].to_numpy()
-    tp_bandwidth = np.where(inside_node, intra_bytes_per_s, inter_bytes_per_s)
-    tp_time = splits["tp_bytes_per_step"].to_numpy(np.float64) / tp_bandwidth
-    return compute / (compute + exposed + tp_time + bubble)
+    def column(name: str) -> NDArray[np.float64]:
+        return frame[name].to_numpy(np.float64)[row]
+
+    return modeled_scaling_arrays(
+        np.asarray(cards, dtype=np.float64)[row],
+        column("peak_tflops") * column("mfu"),
+        column("cards_per_node"),
+        nvlink_bidir_gbs=column("intra_node_interconnect_gbs"),
+        inter_node_gbit_s_per_card=column("inter_node_bandwidth_gbps_per_card"),
+        fabric_efficiency=fabric_efficiency_of(frame["fabric"].to_numpy().astype(str))[row],
+        model_params=workload.params,
+        tensor_parallel=splits["tp"].to_numpy(np.float64),
+        pipeline_parallel=splits["pp"].to_numpy(np.float64),
+        microbatches_per_replica=splits["micro_batches"].to_numpy(np.float64),
+        micro_batch_tokens=float(workload.micro_batch * workload.seq_len),
+        model_hidden_size=float(shape.hidden),
+        flops_per_param_token=float(workload.flops_per_param_token),
+        dp_overlap_share=column("comm_overlap_share"),
+    ).scaling
 
 
 def _seam_effective_time(
@@ -540,27 +545,8 @@ def evaluate_splits(
 
     peak_flops = frame["peak_tflops"].to_numpy(np.float64)[row] * 1e12
     mfu = frame["mfu"].to_numpy(np.float64)[row]
-    tokens_per_step = m * dp * workload.micro_batch * workload.seq_len
-    splits["step_compute_seconds"] = (
-        workload.flops_per_param_token * workload.params * tokens_per_step / (n * peak_flops * mfu)
-    )
-    # Each replica reduces the bf16 gradients of its own t·p model shard.
-    splits["gradient_bytes_per_replica"] = 2.0 * workload.params / (tp * pp)
-    # Megatron TP: 4 all-reduces (2 forward, 2 backward) of s·b·h bf16 values per layer and
-    # micro-batch, each moving 2(t-1)/t of the message per card.
-    message_bytes = 2.0 * workload.seq_len * workload.micro_batch * shape.hidden
-    splits["tp_bytes_per_step"] = (
-        4 * 2 * (tp - 1) / tp * message_bytes * np.ceil(shape.layers / pp) * m
-    )
-    for column in (
-        "cards_per_node",
-        "inter_node_bandwidth_gbps_per_card",
-        "intra_node_interconnect_gbs",
-        "comm_overlap_share",
-    ):
-        splits[column] = frame[column].to_numpy()[row]
     # The split is chosen on the modeled scaling even when an override fixes the reported value.
-    splits["scaling_modeled"] = _seam_scaling(splits)
+    splits["scaling_modeled"] = _seam_scaling(workload, frame, splits, cards)
     scaling_override = frame["scaling"].to_numpy(np.float64)[row]
     splits["scaling"] = np.where(
         np.isnan(scaling_override), splits["scaling_modeled"], scaling_override
@@ -676,7 +662,8 @@ def cards_for_deadline(
         * frame["utilization"].to_numpy(np.float64)
     )
     ideal_cards = workload.flops / (deadline * SECONDS_PER_DAY * peak * upper_factors)
-    lo = np.ceil(ideal_cards / g) - 1  # in units of g; infeasible by the bound above
+    # In units of g; infeasible by the bound above (the margin absorbs float rounding).
+    lo = np.ceil(ideal_cards * (1 - 1e-9) / g) - 1
     known_infeasible = lo.copy()
     memory_floor = min_cards_for_state(
         workload.params, frame["memory_gb"].to_numpy(np.float64), workload.usable_memory_share
