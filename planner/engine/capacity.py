@@ -33,6 +33,12 @@ from planner.engine.defaults import (
     VENDOR_KEYS,
     default_value,
 )
+from planner.engine.factors import (
+    ENERGY_PROVENANCE,
+    default_mfu_arrays,
+    energy_arrays,
+    vendor_codes,
+)
 from planner.engine.memory import (
     ACTIVATION_RECOMPUTE_MODES,
     DEFAULT_USABLE_MEMORY_SHARE,
@@ -93,17 +99,33 @@ def _seam_cooling_mfu_factor(cooling_type: NDArray[np.object_]) -> NDArray[np.fl
     return _cooling_lookup("cooling_performance", cooling_type)
 
 
-def _seam_default_mfu(vendor: NDArray[np.object_]) -> NDArray[np.float64]:
-    """Per-card MFU when the catalog row gives none: defaults.mfu_default_<vendor>, × the
-    pre-training workload multiplier (the planner plans pre-training runs)."""
-    names = np.char.lower(np.asarray(vendor).astype(str))
-    known = [v for v in VENDOR_KEYS if v != "other"]
-    per_vendor = np.select(
-        [names == v for v in known],
-        [_table(f"mfu_default_{v}") for v in known],
-        default=_table("mfu_default_other"),
+def _seam_default_mfu(
+    card_default_mfu: NDArray[np.float64],
+    vendor: NDArray[np.object_],
+    cooling_type: NDArray[np.object_],
+) -> NDArray[np.float64]:
+    """Per-card MFU without a measurement: factors.default_mfu_arrays (catalog value, else
+    the vendor default) × the pre-training workload multiplier × the cooling factor (§5)."""
+    vendor_keys = np.array(VENDOR_KEYS, dtype=object)[vendor_codes(np.asarray(vendor, str))]
+    vendor_fallback = np.array([_table(f"mfu_default_{v}") for v in vendor_keys], dtype=float)
+    return default_mfu_arrays(
+        card_default_mfu,
+        vendor_fallback,
+        _table("workload_mfu_pretraining"),
+        _seam_cooling_mfu_factor(cooling_type),
     )
-    return per_vendor * _table("workload_mfu_pretraining")
+
+
+def _seam_energy(
+    pue_entered: NDArray[np.float64],
+    facility_kwh: NDArray[np.float64],
+    it_kwh: NDArray[np.float64],
+    cooling_type: NDArray[np.object_],
+) -> tuple[NDArray[np.float64], NDArray[np.object_]]:
+    """PUE and its provenance: factors.energy_arrays (meters > entered PUE > cooling default)."""
+    default_pue = _seam_default_pue(cooling_type)
+    _, pue, basis = energy_arrays(pue_entered, facility_kwh, it_kwh, default_pue)
+    return pue, np.array(ENERGY_PROVENANCE, dtype=object)[basis]
 
 
 def _seam_default_reliability(cooling_type: NDArray[np.object_]) -> dict[str, NDArray[np.float64]]:
@@ -289,6 +311,8 @@ OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     "site": "",
     "cooling_type": str(default_value("cooling")),
     "pue": math.nan,
+    "metered_facility_energy_kwh": math.nan,  # meter readings beat an entered PUE
+    "metered_it_energy_kwh": math.nan,
     "tariff_per_kwh": 0.0,
     "grid_carbon_g_per_kwh": 0.0,
     "fabric": str(default_value("fabric")),
@@ -343,6 +367,8 @@ _NON_NEGATIVE_COLUMNS = (
     "rental_price_per_card_hour",
     "capital_cost_per_card",
     "yearly_opex_per_card",
+    "metered_facility_energy_kwh",
+    "metered_it_energy_kwh",
 )
 
 
@@ -434,20 +460,29 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     frame["peak_tflops"] = frame[peak_column]
 
     achieved_mfu = frame["achieved_tflops_per_card"] / frame["peak_tflops"]
-    vendor_mfu = pd.Series(_seam_default_mfu(frame["vendor"].fillna("").to_numpy()), frame.index)
-    modeled_mfu = frame["default_training_mfu"].fillna(vendor_mfu) * _seam_cooling_mfu_factor(
-        cooling
+    default_mfu = _seam_default_mfu(
+        frame["default_training_mfu"].to_numpy(np.float64),
+        frame["vendor"].fillna("").to_numpy(dtype=object),
+        cooling,
     )
     frame["mfu_provenance"] = np.where(
-        frame["mfu"].notna() | frame["achieved_tflops_per_card"].notna(),
-        "measured",
-        np.where(frame["default_training_mfu"].notna(), "modeled", "default"),
+        frame["mfu"].notna() | frame["achieved_tflops_per_card"].notna(), "measured", "default"
     )
-    frame["mfu"] = frame["mfu"].fillna(achieved_mfu).fillna(modeled_mfu).clip(upper=1.0)
-    frame["pue_provenance"] = np.where(frame["pue"].notna(), "measured", "default")
-    frame["pue"] = frame["pue"].fillna(pd.Series(_seam_default_pue(cooling), index=frame.index))
+    frame["mfu"] = frame["mfu"].fillna(achieved_mfu).fillna(pd.Series(default_mfu, frame.index))
+    pue, energy_provenance = _seam_energy(
+        frame["pue"].to_numpy(np.float64),
+        frame["metered_facility_energy_kwh"].to_numpy(np.float64),
+        frame["metered_it_energy_kwh"].to_numpy(np.float64),
+        cooling,
+    )
+    if (pue < 1).any():
+        bad = pd.Series(pue < 1, index=frame.index)
+        raise PlannerInputError(
+            {"metered_facility_energy_kwh": f"{_rows_label(bad)}: facility kWh < IT kWh (PUE < 1)"}
+        )
+    frame["pue"] = pue
     frame["energy"] = 1.0 / frame["pue"]
-    frame["energy_provenance"] = frame["pue_provenance"]
+    frame["energy_provenance"] = energy_provenance
     frame["utilization_provenance"] = np.where(frame["utilization"].notna(), "measured", "default")
     frame["utilization"] = frame["utilization"].fillna(DEFAULT_UTILIZATION)
     reliability = _seam_default_reliability(cooling)
@@ -455,10 +490,10 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
         frame[column] = frame[column].fillna(pd.Series(default, index=frame.index))
     for factor in ("scaling", "effective_time"):
         frame[f"{factor}_provenance"] = np.where(frame[factor].notna(), "measured", "modeled")
-    for factor in FACTORS:
-        given = f"{factor}_provenance_given"
+    for factor in FACTORS:  # the caller knows best where an override came from
+        given = f"{factor}_provenance"
         if given in options.columns:
-            frame[f"{factor}_provenance"] = options[given].fillna(frame[f"{factor}_provenance"])
+            frame[given] = options[given].where(options[given].notna(), frame[given])
     return frame
 
 
