@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from planner.engine.defaults import (
     COOLING_TYPES,
     FABRICS,
+    FACTOR_FLOOR,
     INTERVAL_RULES,
     VENDOR_KEYS,
     default_value,
@@ -661,8 +662,10 @@ def _granularity(frame: pd.DataFrame, workload: TrainingWorkload) -> NDArray[np.
     return np.lcm(step, fixed_product)
 
 
-# Card counts below the bisection's answer that the deadline search re-checks one by one.
-DEADLINE_SCAN_WINDOW = 1024
+# The deadline search checks every count from its lower bound up to the bisection's answer
+# when that range is at most this many steps, in windows of DEADLINE_SCAN_WINDOW counts.
+DEADLINE_EXACT_SCAN_LIMIT = 32_768
+DEADLINE_SCAN_WINDOW = 2_048
 
 
 def _feasible_at(
@@ -682,9 +685,10 @@ def cards_for_deadline(
     feasibility is not monotone in n, so the search
     1. starts from a lower bound lo that cannot make it (scaling = effective time = 1),
     2. doubles hi until feasible, then bisects, keeping lo infeasible and hi feasible,
-    3. re-checks up to DEADLINE_SCAN_WINDOW counts between the lower bound and hi and keeps
-       the smallest feasible n whose predecessor n - g is known to fail.
-    So days(n) <= deadline and n - g misses the deadline (or does not fit), always.
+    3. scans the counts from the lower bound upwards (when at most DEADLINE_EXACT_SCAN_LIMIT
+       steps below hi) and keeps the first feasible one: the true smallest count.
+    So days(n) <= deadline and n - g misses the deadline (or does not fit), always; n is the
+    smallest such count unless the exact scan was skipped for a very wide range.
     Returns NaN where no count <= max_cards meets the deadline.
     """
     deadline = frame["deadline_days"].to_numpy(np.float64)
@@ -724,11 +728,11 @@ def cards_for_deadline(
         hi[idx[ok]] = mid[ok]
         lo[idx[~ok]] = mid[~ok]
         active = found & (hi - lo > 1)
-    _scan_below(workload, frame, np.flatnonzero(found), known_infeasible, hi, g)
+    _scan_up(workload, frame, np.flatnonzero(found), known_infeasible, hi, g)
     return np.where(found, hi * g, np.nan)
 
 
-def _scan_below(
+def _scan_up(
     workload: TrainingWorkload,
     frame: pd.DataFrame,
     idx: NDArray[np.int64],
@@ -736,31 +740,26 @@ def _scan_below(
     hi: NDArray[np.float64],
     g: NDArray[np.int64],
 ) -> None:
-    """Lower hi (in place) to the smallest feasible count in (max(lo, hi - window), hi).
+    """Lower hi (in place) to the first feasible count above the known-infeasible bound lo.
 
-    `lo` is the lower bound known to fail, so a window starting there needs no predecessor check.
+    Windows of candidates are evaluated for all options at once; an option stops at its
+    first feasible count (its predecessor failed: lo or an earlier candidate).
     """
-    window_start = np.maximum(lo[idx], hi[idx] - 1 - DEADLINE_SCAN_WINDOW)
-    counts = (hi[idx] - 1 - window_start).astype(np.int64)  # candidates window_start+1 .. hi-1
-    keep = counts > 0
-    idx, window_start, counts = idx[keep], window_start[keep], counts[keep]
-    if idx.size == 0:
-        return
-    owner = np.repeat(np.arange(idx.size), counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    units = window_start[owner] + 1 + offsets
-    ok = _feasible_at(workload, frame, idx[owner], units * g[idx[owner]])
-    # A candidate is acceptable when feasible and its predecessor failed (or is window_start,
-    # which fails unless the window was capped, where the predecessor is checked in the scan).
-    previous_failed = np.r_[True, ~ok[:-1]]
-    first_in_window = offsets == 0
-    capped = window_start[owner] > lo[idx[owner]]
-    acceptable = ok & np.where(first_in_window, ~capped, previous_failed)
-    units_or_inf = np.where(acceptable, units, np.inf)
-    smallest = np.full(idx.size, np.inf)
-    np.minimum.at(smallest, owner, units_or_inf)
-    better = np.isfinite(smallest)
-    hi[idx[better]] = smallest[better]
+    idx = idx[(hi[idx] - lo[idx] - 1 > 0) & (hi[idx] - lo[idx] - 1 <= DEADLINE_EXACT_SCAN_LIMIT)]
+    start = lo[idx] + 1
+    while idx.size:
+        counts = np.minimum(hi[idx] - start, DEADLINE_SCAN_WINDOW).astype(np.int64)
+        owner = np.repeat(np.arange(idx.size), counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        units = start[owner] + offsets
+        ok = _feasible_at(workload, frame, idx[owner], units * g[idx[owner]])
+        first = np.full(idx.size, np.inf)
+        np.minimum.at(first, owner, np.where(ok, units, np.inf))
+        done = np.isfinite(first)
+        hi[idx[done]] = first[done]
+        start = start + counts
+        keep = ~done & (start < hi[idx])
+        idx, start = idx[keep], start[keep]
 
 
 # --------------------------------------------------------------------------------------------
@@ -880,6 +879,7 @@ def _reasons(
         | frame["cards"].isna().to_numpy()
         | ~best["has_split"].to_numpy()
         | ~best["fits_memory"].to_numpy()
+        | (best["effective_time"].to_numpy() <= 2 * FACTOR_FLOOR)
         | missed_deadline
     )
     for i in np.flatnonzero(failing):  # strings only for the failing options
@@ -915,6 +915,11 @@ def _reasons(
                 f"{chosen['usable_memory_per_card_bytes'] / 1e9:.1f} GB of "
                 f"{row['memory_gb']:g} GB; the training state alone needs at least "
                 f"{int(row['min_cards_memory'])} cards"
+            )
+        elif chosen["effective_time"] <= 2 * FACTOR_FLOOR:
+            reasons[i] = (
+                f"at {int(row['cards']):,} cards failures and restarts leave no productive time "
+                f"(MTBF per card {row['mtbf_card_hours']:,.0f} h)"
             )
         elif not pd.isna(row["deadline_days"]) and chosen["days"] > row["deadline_days"]:
             reasons[i] = f"misses the {row['deadline_days']:g}-day deadline"
@@ -1109,7 +1114,9 @@ def _scalar_inputs(
 
     # A plain time estimate: factors not given are 1, not modeled.
     for key in ("scaling", "effective_time", "utilization"):
-        option.setdefault(key, 1.0)
+        if key not in option:
+            option[key] = 1.0
+            option[f"{key}_provenance"] = "default"
     try:
         workload = TrainingWorkload(
             params=float(params or 0),
