@@ -236,3 +236,11 @@ def test_workload_validation_names_the_field():
         TrainingWorkload(params=-1, tokens=None, flops_per_param_token=7)
     assert {"params", "tokens", "flops_per_param_token"} <= set(excinfo.value.errors)
     assert isinstance(excinfo.value, ValueError)
+
+
+def test_job_that_cannot_progress_for_failures_is_infeasible():
+    row = plan_capacity(
+        GPT3, options({**A100_80GB, "cards": 65536, "mtbf_card_hours": 5000.0})
+    ).iloc[0]
+    assert not row["feasible"]
+    assert "no productive time" in row["reason"]
