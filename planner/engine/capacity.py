@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from planner.engine.cost import energy_and_cost
 from planner.engine.defaults import (
     COOLING_TYPES,
     FABRICS,
@@ -56,8 +57,6 @@ from planner.engine.reliability import cooling_adjusted_mtbf_card_h, effective_t
 from planner.engine.scaling import fabric_efficiency_of, modeled_scaling_arrays
 
 SECONDS_PER_DAY = 86_400.0
-HOURS_PER_YEAR = 8_760.0
-FLOPS_PER_PFLOP_DAY = 1e15 * SECONDS_PER_DAY
 DEFAULT_MAX_CARDS = 1_000_000
 FACTORS: tuple[str, ...] = ("energy", "mfu", "scaling", "effective_time", "utilization")
 Precision = Literal["bf16", "fp8"]
@@ -189,35 +188,17 @@ def _seam_effective_time(
 
 
 def _seam_energy_and_cost(frame: pd.DataFrame) -> pd.DataFrame:
-    """§7 energy, money and CO₂ per option. TEMPORARY until planner.engine.cost exists.
+    """§7 energy, money, CO₂ and effective PFLOP-days: planner.engine.cost.energy_and_cost.
 
-    Columns used: cards, tdp_w, allocated_card_hours, idle_card_hours, card_hours, pue,
-    tariff_per_kwh, grid_carbon_g_per_kwh, rental_price_per_card_hour, capital_cost_per_card,
-    amortization_years, yearly_opex_per_card.
+    Rows without a result (no split, unreachable deadline) get NaN instead of an error.
     """
-    idle_share = 0.3  # TEMPORARY: idle cards draw ~30% of TDP
-    it_kwh = (
-        frame["tdp_w"]
-        / 1000
-        * (frame["allocated_card_hours"] + idle_share * frame["idle_card_hours"])
-    )
-    facility_kwh = it_kwh * frame["pue"]
-    ownership_per_card_hour = (
-        frame["capital_cost_per_card"] / (frame["amortization_years"] * HOURS_PER_YEAR)
-        + frame["yearly_opex_per_card"] / HOURS_PER_YEAR
-    )
-    rental = frame["rental_price_per_card_hour"]
-    per_card_hour = rental.where(rental.notna(), ownership_per_card_hour).fillna(0.0)
-    return pd.DataFrame(
-        {
-            "it_energy_mwh": it_kwh / 1000,
-            "facility_energy_mwh": facility_kwh / 1000,
-            "energy_cost": facility_kwh * frame["tariff_per_kwh"],
-            "compute_cost": per_card_hour * frame["card_hours"],
-            "co2_tonnes": facility_kwh * frame["grid_carbon_g_per_kwh"] / 1e6,
-        },
-        index=frame.index,
-    )
+    computable = np.isfinite(frame["card_hours"].to_numpy(np.float64))
+    part = energy_and_cost(frame[computable].reset_index(drop=True))  # index may repeat
+    part.index = np.flatnonzero(computable)
+    money = part.reindex(pd.RangeIndex(len(frame)))
+    money["cost_basis"] = money["cost_basis"].fillna("")
+    money.index = frame.index
+    return money
 
 
 # --------------------------------------------------------------------------------------------
@@ -782,15 +763,12 @@ def compute_outcomes(frame: pd.DataFrame, total_flops: float) -> pd.DataFrame:
     out["card_hours"] = out["cards"] * out["days"] * 24
     out["allocated_card_hours"] = out["cards"] * out["running_days"] * 24
     out["idle_card_hours"] = out["card_hours"] - out["allocated_card_hours"]
-    money = _seam_energy_and_cost(out)
-    for column in money.columns:
-        out[column] = money[column]
-    out["total_cost"] = out["compute_cost"] + out["energy_cost"]
     out["effective_utilization"] = (
         out["energy"] * out["mfu"] * out["scaling"] * out["effective_time"] * out["utilization"]
     )
-    out["effective_pflop_days"] = total_flops / FLOPS_PER_PFLOP_DAY
-    out["cost_per_effective_pflop_day"] = out["total_cost"] / out["effective_pflop_days"]
+    money = _seam_energy_and_cost(out)
+    for column in money.columns:
+        out[column] = money[column]
     return out
 
 
@@ -853,10 +831,14 @@ _OUTPUT_COLUMNS = (
     "min_cards_memory",
     "it_energy_mwh",
     "facility_energy_mwh",
+    "cost_basis",
     "compute_cost",
     "energy_cost",
+    "energy_overhead_cost",
+    "idle_cost",
     "total_cost",
     "co2_tonnes",
+    "peak_pflop_days",
     "effective_pflop_days",
     "cost_per_effective_pflop_day",
     "rank_by_cost",
@@ -1160,13 +1142,6 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
         value = number(column)
         return None if value is None else int(value)
 
-    cost_basis = (
-        "rental"
-        if "rental_price_per_card_hour" in option
-        else "ownership"
-        if "capital_cost_per_card" in option
-        else "energy_only"
-    )
     return {
         "feasible": bool(row["feasible"]),
         "reason": row["reason"],
@@ -1186,9 +1161,11 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
         "energy_mwh": {"it": number("it_energy_mwh"), "facility": number("facility_energy_mwh")},
         "co2_tonnes": number("co2_tonnes"),
         "cost": {
-            "basis": cost_basis,
+            "basis": str(row["cost_basis"]) or None,
             "compute": number("compute_cost"),
             "energy": number("energy_cost"),
+            "energy_overhead": number("energy_overhead_cost"),
+            "idle": number("idle_cost"),
             "total": number("total_cost"),
             "per_effective_pflop_day": number("cost_per_effective_pflop_day"),
         },

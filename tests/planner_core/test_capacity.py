@@ -188,8 +188,12 @@ def test_rental_cost_and_cost_per_effective_pflop_day():
     ).iloc[0]
     assert row["compute_cost"] == pytest.approx(2.0 * row["card_hours"])
     assert row["total_cost"] == pytest.approx(row["compute_cost"] + row["energy_cost"])
-    pflop_days = GPT3.flops / 1e15 / 86400
+    # Effective PFLOP-days = peak x time x effective utilization (energy factor included):
+    # the model FLOPs delivered, discounted by 1 / PUE.
+    pflop_days = GPT3.flops / 1e15 / 86400 * row["energy"]
+    assert row["effective_pflop_days"] == pytest.approx(pflop_days)
     assert row["cost_per_effective_pflop_day"] == pytest.approx(row["total_cost"] / pflop_days)
+    assert row["cost_basis"] == "rental"
 
 
 def test_ranking_and_pareto_over_options():
