@@ -271,10 +271,6 @@ class TrainingWorkload:
             return self.recompute
         return "full" if self.flops_per_param_token == 8 else "selective"
 
-    @property
-    def tokens_per_step(self) -> int:
-        return self.global_batch_sequences * self.seq_len
-
 
 # Option columns: name -> default (NaN: not given; modeled or default value used instead).
 OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
@@ -371,6 +367,8 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     """Fill defaults, validate, and resolve peak, MFU, PUE, utilization with provenance."""
     frame = options.copy()
     errors: dict[str, str] = {}
+    if not frame.index.is_unique:
+        raise PlannerInputError({"options": "the index is the option id and must be unique"})
     for column in REQUIRED_OPTION_COLUMNS:
         if column not in frame.columns:
             errors[column] = "required column is missing"
@@ -484,7 +482,8 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
 # --------------------------------------------------------------------------------------------
 
 
-def _effective_time_at(frame: pd.DataFrame, cards: NDArray[np.float64]) -> NDArray[np.float64]:
+def effective_time_at_cards(frame: pd.DataFrame, cards: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Effective time of each prepared option at `cards`: the override, else the §4 model."""
     modeled = _seam_effective_time(
         cards,
         frame["mtbf_card_hours"].to_numpy(np.float64),
@@ -568,7 +567,7 @@ def evaluate_splits(
     splits["scaling"] = np.where(
         np.isnan(scaling_override), splits["scaling_modeled"], scaling_override
     )
-    effective_time = _effective_time_at(frame, np.asarray(cards, dtype=np.float64))
+    effective_time = effective_time_at_cards(frame, np.asarray(cards, dtype=np.float64))
     splits["effective_time"] = effective_time[row]
     throughput = n * peak_flops * mfu * splits["scaling"].to_numpy() * effective_time[row]
     splits["running_days"] = workload.flops / throughput / SECONDS_PER_DAY
@@ -1074,6 +1073,8 @@ def _scalar_inputs(
         errors["cards"] = "must be a whole number >= 1"
     elif deadline is not None and deadline <= 0:
         errors["deadline_days"] = "must be positive"
+    elif cards is not None and dp_degree and cards % dp_degree:
+        errors["dp_degree"] = "must divide cards"
     for key in _SCALAR_UNIT_FACTORS:
         value = option.get(key)
         if value is not None and not 0 < value <= 1:

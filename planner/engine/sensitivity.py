@@ -11,12 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.engine.capacity import (
-    FACTORS,
-    _effective_time_at,
-    _seam_default_pue,
-    compute_outcomes,
-)
+from planner.engine.capacity import FACTORS, compute_outcomes, effective_time_at_cards
+from planner.engine.defaults import default_value
 
 DAYS_PER_YEAR = 365.0
 
@@ -112,10 +108,10 @@ def sensitivity(
     return result.drop(columns="is_combined").reset_index(drop=True)
 
 
-# Seed 000: liquid cooling cuts machine failure rates by 60-70% (65% used) and gives about
-# +10% machine performance over air.
-LIQUID_FAILURE_RATE_FACTOR = 0.35
-LIQUID_MFU_FACTOR = 1.10
+# Seed 000 via the defaults table: liquid cooling cuts failure rates by 60-70% (0.35 kept)
+# and gives about +10% machine performance over air.
+LIQUID_FAILURE_RATE_FACTOR = float(default_value("failure_rate_direct_liquid"))
+LIQUID_MFU_FACTOR = float(default_value("cooling_performance_direct_liquid"))
 LIQUID_COOLING_TYPES = ("direct_liquid", "immersion")
 
 
@@ -148,7 +144,7 @@ class Lever:
         mfu_factor: float = LIQUID_MFU_FACTOR,
     ) -> Lever:
         """Move an air-cooled site to direct liquid cooling (PUE, failures, MFU)."""
-        default_pue = float(_seam_default_pue(np.array(["direct_liquid"], dtype=object))[0])
+        default_pue = float(default_value("pue_direct_liquid"))
         return cls(
             name="liquid_cooling",
             one_off_cost=one_off_cost,
@@ -214,8 +210,8 @@ def _apply_lever(plan: pd.DataFrame, lever: Lever) -> pd.DataFrame:
         # Modeled before/after ratio, applied to the current value (measured or modeled).
         modeled = frame.assign(effective_time=np.nan)
         cards = frame["cards"].to_numpy(np.float64)
-        old = _effective_time_at(modeled, cards)
-        new = _effective_time_at(changed.assign(effective_time=np.nan), cards)
+        old = effective_time_at_cards(modeled, cards)
+        new = effective_time_at_cards(changed.assign(effective_time=np.nan), cards)
         ratio = np.divide(new, old, out=np.ones_like(new), where=old > 0)
         frame["effective_time"] = np.where(
             applies, np.clip(frame["effective_time"] * ratio, 0.0, 1.0), frame["effective_time"]

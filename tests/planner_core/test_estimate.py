@@ -79,6 +79,7 @@ def test_zero_stage_and_dp_degree_shape_memory():
         ({"pue": 0.8}, "pue"),
         ({"zero_stage": 5}, "zero_stage"),
         ({"dp_degree": 0}, "dp_degree"),
+        ({"dp_degree": 3}, "dp_degree"),
         ({"tariff_per_kwh": -1}, "tariff_per_kwh"),
         ({"price_per_card_hour": -1}, "price_per_card_hour"),
         ({"precision": "fp8"}, "precision"),
