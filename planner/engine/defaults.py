@@ -615,7 +615,7 @@ def resolve_choice_codes(frame: pd.DataFrame, key: str) -> tuple[np.ndarray, np.
     if key not in frame.columns:
         return np.full(len(frame), default_code, dtype=np.int64), np.ones(len(frame), dtype=bool)
     column = frame[key]
-    codes = pd.Categorical(column, categories=list(entry.choices)).codes.astype(np.int64)
+    codes = pd.Index(entry.choices).get_indexer(column).astype(np.int64)
     missing = column.isna().to_numpy()
     invalid = (codes < 0) & ~missing
     if invalid.any():

@@ -432,9 +432,7 @@ def evaluate_pools(
     allowed = np.column_stack([np.ones((n_pools, 3), dtype=bool), ~must_span])
     recommended = recommend_strategy(delivered, allowed, bucket.mix_class)
     if "strategy" in pools.columns:
-        strategy_given = pd.Categorical(
-            pools["strategy"], categories=list(STRATEGIES)
-        ).codes.astype(np.int64)
+        strategy_given = pd.Index(STRATEGIES).get_indexer(pools["strategy"]).astype(np.int64)
         require(
             (strategy_given >= 0) | pools["strategy"].isna().to_numpy(),
             f"strategy must be one of {', '.join(STRATEGIES)}",
