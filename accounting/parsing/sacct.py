@@ -115,6 +115,7 @@ class SacctStats:
 @dataclass(frozen=True)
 class _Layout:
     names: tuple[str, ...]  # lower-case column names in file order (plus "" for a trailing |)
+    labels: tuple[str, ...]  # the same names as the file (or caller) spells them, for errors
     field_count: int
     header_present: bool
 
@@ -238,12 +239,14 @@ def _detect_layout(
     fields = block.record_text(first).split(delimiter)
     if _looks_like_header(fields):
         header_present = True
-        names = [field.strip().lower() for field in fields]
+        labels = [field.strip() for field in fields]
+        names = [label.lower() for label in labels]
         trailing = names[-1] == ""
         header_index = first
     else:
         header_present = False
-        names = [name.strip().lower() for name in (columns or DEFAULT_SACCT_COLUMNS)]
+        labels = [name.strip() for name in (columns or DEFAULT_SACCT_COLUMNS)]
+        names = [label.lower() for label in labels]
         # sacct --parsable ends every line with the delimiter: one more, empty, field.
         trailing = len(fields) == len(names) + 1 and fields[-1] == ""
         header_index = -1
@@ -268,7 +271,8 @@ def _detect_layout(
     if issues:
         raise issues.error()
     padded = tuple(names_in_file) + (("",) if trailing else ())
-    return _Layout(padded, field_count, header_present), header_index
+    padded_labels = tuple(labels[: len(names_in_file)]) + (("",) if trailing else ())
+    return _Layout(padded, padded_labels, field_count, header_present), header_index
 
 
 def _read_block(
@@ -292,7 +296,7 @@ def _read_block(
             found = int(block.field_counts[position])
             line = int(block.record_lines[position])
             if found < expected:
-                column = layout.names[found] or str(found + 1)
+                column = layout.labels[found] or str(found + 1)
                 issues.add(line, column, f"missing field: line has {found} of {expected} fields")
             else:
                 issues.add(

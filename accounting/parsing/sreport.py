@@ -151,6 +151,7 @@ def read_sreport(source: UsageSource, **options: object) -> pd.DataFrame:
 @dataclass
 class _Header:
     names: list[str]
+    labels: list[str]
     field_count: int
     line: int
     time_unit: str | None
@@ -174,12 +175,15 @@ def _find_header(
             banner_period = (period[1], period[2])
         if unit := _BANNER_UNIT_RE.search(text):
             banner_unit = unit[1].lower()
-        fields = [name.strip().lower() for name in text.split("|")]
+        labels = [name.strip() for name in text.split("|")]
+        fields = [label.lower() for label in labels]
         is_header = "cluster" in fields and "allocated" in fields
         is_data = columns is not None and block.field_counts[index] >= len(columns)
         if not (is_header or is_data) or not text.strip():
             continue
-        names = fields if is_header else [name.strip().lower() for name in columns or ()]
+        if not is_header:
+            labels = [name.strip() for name in columns or ()]
+        names = [label.lower() for label in labels]
         line = int(block.record_lines[index])
         unit = (time_unit or banner_unit or "").lower()
         if unit == "percentage":
@@ -188,6 +192,7 @@ def _find_header(
             issues.add(line, "Allocated", "unknown time unit: pass time_unit (sreport -t hours)")
         trailing = names[-1] == ""
         names = names[:-1] if trailing else names
+        labels = labels[: len(names)]
         for required in ("cluster", "allocated", "down", "plnd down", "idle", "reported"):
             if required not in names:
                 issues.add(line, required, "required column is missing")
@@ -197,6 +202,7 @@ def _find_header(
             raise issues.error()
         header = _Header(
             names=names,
+            labels=labels,
             field_count=len(names) + (1 if trailing else 0),
             line=line,
             time_unit=unit,
@@ -253,7 +259,7 @@ def _read_rows(
         found = int(block.field_counts[position])
         issues.add(
             int(lines[position]),
-            header.names[min(found, len(header.names) - 1)],
+            header.labels[min(found, len(header.labels) - 1)],
             f"line has {found} fields, the header {header.field_count}",
         )
     good = keep & ~wrong
