@@ -350,6 +350,31 @@ _NON_NEGATIVE_COLUMNS = (
 )
 
 
+def cross_options(
+    card_models: pd.DataFrame,
+    sites: pd.DataFrame | None = None,
+    *,
+    cards: list[int] | None = None,
+    deadline_days: list[float] | None = None,
+) -> pd.DataFrame:
+    """Options grid: every card model × card count (or deadline) × site, one row each.
+
+    `card_models` holds catalog columns (dense_bf16_tflops, memory_gb, tdp_w, ...), `sites`
+    the site and cost columns (pue, tariff_per_kwh, cooling_type, ...).
+    """
+    if (cards is None) == (deadline_days is None):
+        raise PlannerInputError({"cards": "give cards or deadline_days, not both"})
+    sizes = (
+        pd.DataFrame({"cards": cards})
+        if cards is not None
+        else pd.DataFrame({"deadline_days": deadline_days})
+    )
+    grid = card_models.merge(sizes, how="cross")
+    if sites is not None:
+        grid = grid.merge(sites, how="cross")
+    return grid
+
+
 def _positive(value: Any) -> bool:
     try:
         return math.isfinite(float(value)) and float(value) > 0

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from planner.engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
+    cross_options,
     pareto_front,
     plan_capacity,
 )
@@ -248,3 +249,17 @@ def test_job_that_cannot_progress_for_failures_is_infeasible():
     ).iloc[0]
     assert not row["feasible"]
     assert "no productive time" in row["reason"]
+
+
+def test_cross_options_builds_card_model_count_site_grid():
+    grid = cross_options(
+        pd.DataFrame([A100_80GB, H100_SXM]),
+        pd.DataFrame([{"site": "north", "pue": 1.1}, {"site": "south", "pue": 1.5}]),
+        cards=[512, 1024, 2048],
+    )
+    assert len(grid) == 2 * 3 * 2
+    plan = plan_capacity(GPT3, grid)
+    assert plan["feasible"].all()
+    assert plan["on_pareto_front"].any()
+    with pytest.raises(PlannerInputError):
+        cross_options(pd.DataFrame([A100_80GB]), cards=[8], deadline_days=[10.0])
