@@ -306,6 +306,8 @@ def chargeback(
     if idle_rule not in IDLE_RULES:
         raise CostInputError(f"idle_rule must be one of {IDLE_RULES}, not {idle_rule!r}")
     keys = list(pool_keys)
+    if not keys:
+        raise CostInputError("pool_keys must name at least one column (e.g. a constant pool id)")
     pools = pool_costs[[*keys, "total_cost", "used_cost_per_card_hour", "allocated_card_hours"]]
     _require(~pools.duplicated(keys).to_numpy(), "pool_costs has one row per pool", pools.index)
     usage = team_usage[[*keys, team_column, "used_card_hours"]]
@@ -323,7 +325,7 @@ def chargeback(
     usage["used_cost"] = usage["used_card_hours"] * usage["used_cost_per_card_hour"]
 
     used_cost_by_pool = usage.groupby(keys, sort=False)["used_cost"].sum()
-    pools = pools.set_index(keys) if keys else pools
+    pools = pools.set_index(keys)
     pool_idle = pools["total_cost"] - used_cost_by_pool.reindex(pools.index).fillna(0.0)
 
     usage["idle_cost_share"] = 0.0

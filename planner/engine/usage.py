@@ -145,10 +145,12 @@ def _bucket_frame(edges: pd.DatetimeIndex, tz: str) -> pd.DataFrame:
     )
 
 
-def _usage_end(usage: pd.DataFrame) -> pd.Series:
-    """End of each job; running jobs end at start + duration_h (the time held so far)."""
+def _usage_interval(usage: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(start, end) in UTC; running jobs end at start + duration_h (the time held so far)."""
+    start = pd.to_datetime(usage["start"], utc=True)
     held = pd.to_timedelta(usage["duration_h"].astype("float64"), unit="h")
-    return usage["end"].fillna(usage["start"] + held)
+    end = pd.to_datetime(usage["end"], utc=True).fillna(start + held)
+    return start, end
 
 
 def allocated_by_bucket(
@@ -162,9 +164,9 @@ def allocated_by_bucket(
     A job's card-hours (cards × duration_h) are placed over [start, end) in proportion to the
     overlap, so suspended time (duration_h < end − start) never inflates the total.
     """
-    end = _usage_end(usage)
-    split = split_intervals(usage["start"], end, edges)
-    span_h = ((end - usage["start"]).dt.total_seconds() / 3600.0).to_numpy()
+    start, end = _usage_interval(usage)
+    split = split_intervals(start, end, edges)
+    span_h = ((end - start).dt.total_seconds() / 3600.0).to_numpy()
     duration_h = usage["duration_h"].to_numpy(dtype="float64")
     with np.errstate(divide="ignore", invalid="ignore"):
         held_share = np.where(span_h > 0, np.minimum(duration_h / span_h, 1.0), 0.0)
