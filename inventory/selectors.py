@@ -115,3 +115,19 @@ def clusters_with_pools(queryset: QuerySet[Cluster] | None = None) -> QuerySet[C
 def cluster_totals_prefetched(cluster: Cluster) -> Totals:
     """Totals of a cluster fetched through `clusters_with_pools` (no extra queries)."""
     return totals_of(group for pool in cluster.pools.all() for group in pool.node_groups.all())
+
+
+def sites_with_clusters(queryset: QuerySet[Site] | None = None) -> QuerySet[Site]:
+    """Sites with clusters, pools, node groups and accelerators prefetched (four extra queries)."""
+    queryset = Site.objects.all() if queryset is None else queryset
+    return queryset.prefetch_related(Prefetch("clusters", queryset=clusters_with_pools()))
+
+
+def site_totals_prefetched(site: Site) -> Totals:
+    """Totals of a site fetched through `sites_with_clusters` (no extra queries)."""
+    return totals_of(
+        group
+        for cluster in site.clusters.all()
+        for pool in cluster.pools.all()
+        for group in pool.node_groups.all()
+    )

@@ -1,0 +1,140 @@
+"""Model forms for the browser app; validation is the models' own (full_clean via ModelForm)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+
+ISO_DATE = forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"})
+
+
+def short_textarea() -> forms.Textarea:
+    return forms.Textarea(attrs={"rows": 3})
+
+
+class PoolChoiceField(forms.ModelChoiceField):
+    """Pools named by their full path, since pool names repeat across clusters."""
+
+    def label_from_instance(self, obj: Pool) -> str:
+        return f"{obj.cluster.site.name} / {obj.cluster.name} / {obj.name}"
+
+
+def clusters_for_choice():
+    return Cluster.objects.select_related("site")
+
+
+def pools_for_choice():
+    return Pool.objects.select_related("cluster__site")
+
+
+class AssumptionsFormMixin:
+    """An empty overrides box means "no overrides", not an invalid value."""
+
+    def clean_assumptions(self):
+        value = self.cleaned_data.get("assumptions")
+        return {} if value in (None, "") else value
+
+
+class SiteForm(AssumptionsFormMixin, forms.ModelForm):
+    class Meta:
+        model = Site
+        fields = [
+            "name",
+            "location",
+            "cooling_type",
+            "pue",
+            "pue_confirmed",
+            "metered_facility_energy_kwh",
+            "metered_it_energy_kwh",
+            "metered_period_start",
+            "metered_period_end",
+            "tariff_per_kwh",
+            "currency",
+            "grid_carbon_g_per_kwh",
+            "assumptions",
+            "notes",
+        ]
+        widgets = {
+            "metered_period_start": ISO_DATE,
+            "metered_period_end": ISO_DATE,
+            "assumptions": short_textarea(),
+            "notes": short_textarea(),
+        }
+
+
+class AcceleratorModelForm(forms.ModelForm):
+    class Meta:
+        model = AcceleratorModel
+        fields = [
+            "vendor",
+            "name",
+            "dense_bf16_tflops",
+            "dense_fp8_tflops",
+            "memory_gb",
+            "memory_bandwidth_tbs",
+            "tdp_w",
+            "intra_node_interconnect_gbs",
+            "default_training_mfu",
+            "list_price",
+            "rental_price_per_card_hour",
+            "currency",
+            "confidence",
+            "source",
+        ]
+        widgets = {"source": short_textarea()}
+
+
+class ClusterForm(AssumptionsFormMixin, forms.ModelForm):
+    class Meta:
+        model = Cluster
+        fields = [
+            "site",
+            "name",
+            "fabric",
+            "inter_node_bandwidth_gbps_per_card",
+            "commissioned_on",
+            "capital_cost_per_card",
+            "amortization_years",
+            "yearly_opex",
+            "rental_price_per_card_hour",
+            "assumptions",
+            "notes",
+        ]
+        widgets = {
+            "commissioned_on": ISO_DATE,
+            "assumptions": short_textarea(),
+            "notes": short_textarea(),
+        }
+
+
+class PoolForm(AssumptionsFormMixin, forms.ModelForm):
+    class Meta:
+        model = Pool
+        fields = ["cluster", "name", "purpose", "planned_utilization", "assumptions", "notes"]
+        widgets = {"assumptions": short_textarea(), "notes": short_textarea()}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Cluster labels include the site name: select it with the clusters, not per option.
+        self.fields["cluster"].queryset = clusters_for_choice()
+
+
+class NodeGroupForm(forms.ModelForm):
+    """A node group; with `fixed_pool` the pool comes from the page, not from the request."""
+
+    pool = PoolChoiceField(queryset=Pool.objects.none())
+
+    class Meta:
+        model = NodeGroup
+        fields = ["pool", "name", "accelerator", "node_count", "cards_per_node", "mfu"]
+
+    def __init__(self, *args, fixed_pool: Pool | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = pools_for_choice()
+        if fixed_pool is not None:
+            # Disabled fields ignore submitted data and use the initial value.
+            self.fields["pool"].disabled = True
+            self.fields["pool"].widget = forms.HiddenInput()
+            self.initial["pool"] = fixed_pool.pk
+            self.instance.pool = fixed_pool
