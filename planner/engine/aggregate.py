@@ -98,16 +98,29 @@ def _scope_codes(
     missing = [c for c in columns if c not in results.columns]
     if missing:
         raise KeyError(f"results have no scope column(s) {missing}")
-    if len(columns) == 1:
-        codes, uniques = pd.factorize(results[columns[0]], sort=True)
-        keys = pd.DataFrame({columns[0]: uniques})
-    else:
-        grouped = results.groupby(columns, sort=True, dropna=False)
-        codes = grouped.ngroup().to_numpy()
-        keys = pd.DataFrame(list(grouped.groups.keys()), columns=columns)
-    if (codes < 0).any():
+    per_column = [pd.factorize(results[column], sort=True) for column in columns]
+    if any((codes < 0).any() for codes, _ in per_column):
         raise ValueError(f"scope column(s) {columns} contain missing values")
-    return codes.astype(np.int64), keys
+    combined = np.zeros(len(results), dtype=np.int64)
+    for codes, uniques in per_column:
+        combined = combined * len(uniques) + codes
+    scope_codes, scope_keys = pd.factorize(combined, sort=True)
+    keys: dict[str, np.ndarray] = {}
+    for column, (_, uniques) in zip(reversed(columns), reversed(per_column), strict=True):
+        scope_keys, position = np.divmod(scope_keys, len(uniques))
+        keys[column] = np.asarray(uniques)[position]
+    keys_frame = pd.DataFrame({column: keys[column] for column in columns})
+    return scope_codes.astype(np.int64), keys_frame
+
+
+def _provenance_codes(column: pd.Series) -> np.ndarray:
+    """Codes into ``PROVENANCES`` (fast path for the engine's categorical columns)."""
+    if (
+        isinstance(column.dtype, pd.CategoricalDtype)
+        and tuple(column.cat.categories) == PROVENANCES
+    ):
+        return column.cat.codes.to_numpy()
+    return pd.Index(PROVENANCES).get_indexer(column.astype(str))
 
 
 def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = None) -> pd.DataFrame:
@@ -140,9 +153,9 @@ def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = No
         value = segments.sum(weight * results[name].to_numpy(dtype=float)) / total_weight
         aggregated.append(value)
         out[name] = value
-        provenance = results[f"{name}_provenance"].to_numpy()
+        provenance = _provenance_codes(results[f"{name}_provenance"])
         shares = np.column_stack(
-            [segments.sum(weight * (provenance == kind)) / total_weight for kind in PROVENANCES]
+            [segments.sum(weight * (provenance == code)) / total_weight for code in range(3)]
         )
         for position, kind in enumerate(PROVENANCES):
             out[f"{name}_share_{kind}"] = shares[:, position]

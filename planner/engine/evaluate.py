@@ -154,12 +154,12 @@ def _defaults_column(used: Sequence[tuple[str, np.ndarray]], n_rows: int) -> pd.
     bits = np.zeros(n_rows, dtype=np.int64)
     for position, (_, mask) in enumerate(used):
         bits |= np.asarray(mask, dtype=np.int64) << position
-    unique_bits, codes = np.unique(bits, return_inverse=True)
+    codes, unique_bits = pd.factorize(bits, sort=True)
     names = [
         ", ".join(name for position, (name, _) in enumerate(used) if value >> position & 1)
         for value in unique_bits.tolist()
     ]
-    return pd.Categorical.from_codes(codes.reshape(-1), categories=names)
+    return pd.Categorical.from_codes(codes, categories=names)
 
 
 def _rescaled(arrays: ScalingArrays, speed_factor: np.ndarray) -> np.ndarray:
@@ -313,10 +313,8 @@ def evaluate_pools(
 
     # --- card-model groups (for the bucket effect and split jobs) -------------------------
     n_models = max(len(accelerators), 1)
-    model_keys, model_group = np.unique(
-        group_pool * n_models + accelerator_code, return_inverse=True
-    )
-    model_segments = Segments(model_group.reshape(-1), model_keys.size)
+    model_group, model_keys = pd.factorize(group_pool * n_models + accelerator_code, sort=True)
+    model_segments = Segments(model_group, model_keys.size)
     model_pool = model_keys // n_models
     model_cards = model_segments.sum(cards)
     model_speed = model_segments.sum(cards * speed) / model_cards

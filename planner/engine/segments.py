@@ -16,15 +16,21 @@ class Segments:
     def __init__(self, codes: ArrayLike, n_segments: int) -> None:
         self.codes = np.asarray(codes, dtype=np.int64)
         self.n_segments = n_segments
-        self.order = np.argsort(self.codes, kind="stable")
-        sorted_codes = self.codes[self.order]
         self.counts = np.bincount(self.codes, minlength=n_segments)
         if (self.counts == 0).any():
             raise ValueError("every segment needs at least one row")
         self.starts = np.r_[0, np.cumsum(self.counts)[:-1]]
-        # Position of each row within its segment, in sorted order.
-        self.rank_in_segment = np.empty_like(self.codes)
-        self.rank_in_segment[self.order] = np.arange(self.codes.size) - self.starts[sorted_codes]
+        self._order: np.ndarray | None = None
+        self._already_sorted = bool((self.codes[1:] >= self.codes[:-1]).all())
+
+    def _sorted(self, values: ArrayLike) -> np.ndarray:
+        """``values`` in segment order (rows are often already grouped: then no sort at all)."""
+        array = np.asarray(values)
+        if self._already_sorted:
+            return array
+        if self._order is None:
+            self._order = np.argsort(self.codes, kind="stable")
+        return array[self._order]
 
     def sum(self, values: ArrayLike) -> np.ndarray:
         return np.bincount(
@@ -32,10 +38,10 @@ class Segments:
         )
 
     def min(self, values: ArrayLike) -> np.ndarray:
-        return np.minimum.reduceat(np.asarray(values)[self.order], self.starts)
+        return np.minimum.reduceat(self._sorted(values), self.starts)
 
     def max(self, values: ArrayLike) -> np.ndarray:
-        return np.maximum.reduceat(np.asarray(values)[self.order], self.starts)
+        return np.maximum.reduceat(self._sorted(values), self.starts)
 
     def any(self, mask: ArrayLike) -> np.ndarray:
         return (
@@ -46,7 +52,7 @@ class Segments:
         )
 
     def bitwise_or(self, bits: ArrayLike) -> np.ndarray:
-        return np.bitwise_or.reduceat(np.asarray(bits, dtype=np.int64)[self.order], self.starts)
+        return np.bitwise_or.reduceat(self._sorted(np.asarray(bits, dtype=np.int64)), self.starts)
 
     def broadcast(self, per_segment: ArrayLike) -> np.ndarray:
         """Spread one value per segment back onto its rows."""
