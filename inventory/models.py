@@ -43,7 +43,36 @@ class Confidence(models.TextChoices):
 non_negative = MinValueValidator(0)
 
 
-class Site(models.Model):
+class AssumptionsMixin(models.Model):
+    """Per-object overrides of the engine's documented defaults (site → cluster → pool)."""
+
+    assumptions_scope: str = ""
+
+    assumptions = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Overrides of engine defaults, e.g. {"mtbf_card_h": 30000}. '
+        "Keys and ranges: docs/efficiency-model.md.",
+    )
+
+    class Meta:
+        abstract = True
+
+    def clean_assumptions(self) -> dict[str, str]:
+        from planner.engine.defaults import validate_overrides
+
+        if not isinstance(self.assumptions, dict):
+            return {"assumptions": "Give the overrides as an object of key: value pairs."}
+        try:
+            validate_overrides(self.assumptions, self.assumptions_scope)
+        except (KeyError, ValueError) as exc:
+            return {"assumptions": str(exc)}
+        return {}
+
+
+class Site(AssumptionsMixin, models.Model):
+    assumptions_scope = "site"
+
     name = models.CharField(max_length=100, unique=True)
     location = models.CharField(max_length=200, blank=True)
     cooling_type = models.CharField(
@@ -89,7 +118,7 @@ class Site(models.Model):
         super().save(*args, **kwargs)
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
+        errors: dict[str, str] = self.clean_assumptions()
         if (
             self.pue is not None
             and self.pue >= PUE_CONFIRMATION_THRESHOLD
@@ -142,7 +171,8 @@ class AcceleratorModel(models.Model):
         "default training MFU",
         default=0.4,
         validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
-        help_text="Share of peak dense FLOP/s a well-tuned training job reaches, in (0, 1].",
+        help_text="Per-card MFU of a well-tuned large training job before parallel-scaling "
+        "losses (the scaling factor carries those), in (0, 1].",
     )
     list_price = models.FloatField(
         "list price per card", null=True, blank=True, validators=[non_negative]
@@ -162,7 +192,9 @@ class AcceleratorModel(models.Model):
         return self.name
 
 
-class Cluster(models.Model):
+class Cluster(AssumptionsMixin, models.Model):
+    assumptions_scope = "cluster"
+
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="clusters")
     name = models.CharField(max_length=100)
     fabric = models.CharField(max_length=20, choices=Fabric.choices, default=Fabric.INFINIBAND)
@@ -199,13 +231,16 @@ class Cluster(models.Model):
         return f"{self.site.name} / {self.name}" if self.site_id else self.name
 
     def clean(self) -> None:
+        errors = self.clean_assumptions()
         if self.capital_cost_per_card is not None and not self.amortization_years:
-            raise ValidationError(
-                {"amortization_years": "Give the amortization period for the capital cost."}
-            )
+            errors["amortization_years"] = "Give the amortization period for the capital cost."
+        if errors:
+            raise ValidationError(errors)
 
 
-class Pool(models.Model):
+class Pool(AssumptionsMixin, models.Model):
+    assumptions_scope = "pool"
+
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=100)
     purpose = models.CharField(
@@ -229,6 +264,10 @@ class Pool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if errors := self.clean_assumptions():
+            raise ValidationError(errors)
 
 
 class NodeGroup(models.Model):

@@ -5,3 +5,8 @@ class PlannerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "planner"
     verbose_name = "Efficiency engine and capacity planner"
+
+    def ready(self) -> None:
+        from planner import signals
+
+        signals.connect()

@@ -1,15 +1,16 @@
-"""Shared fixtures: users for each role, API clients, the demo fleet and a real Celery worker."""
+"""Shared fixtures: users for each role, API clients, the demo fleet and a real Celery worker.
+
+Django is imported inside fixtures so the pure-core suites also run with `-p no:django`.
+"""
 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
-from rest_framework.test import APIClient
-
-from access.roles import ADMIN, PLANNER, VIEWER
 
 
-def make_user(username: str, role: str | None = None, **extra) -> User:
+def make_user(username: str, role: str | None = None, **extra):
+    from django.contrib.auth.models import Group, User
+
     user = User.objects.create_user(username=username, password="pw-" + username, **extra)
     if role:
         user.groups.add(Group.objects.get(name=role))
@@ -17,30 +18,31 @@ def make_user(username: str, role: str | None = None, **extra) -> User:
 
 
 @pytest.fixture
-def viewer(db) -> User:
-    return make_user("viewer", VIEWER)
+def viewer(db):
+    return make_user("viewer", "viewer")
 
 
 @pytest.fixture
-def planner(db) -> User:
-    return make_user("planner", PLANNER)
+def planner(db):
+    return make_user("planner", "planner")
 
 
 @pytest.fixture
-def fleet_admin(db) -> User:
-    return make_user("fleetadmin", ADMIN, is_staff=True)
+def fleet_admin(db):
+    return make_user("fleetadmin", "admin", is_staff=True)
 
 
 @pytest.fixture
-def no_role_user(db) -> User:
+def no_role_user(db):
     return make_user("norole")
 
 
 @pytest.fixture
 def client_for():
     """An APIClient logged in (by session) as the given user, or anonymous for None."""
+    from rest_framework.test import APIClient
 
-    def build(user: User | None) -> APIClient:
+    def build(user):
         client = APIClient()
         if user is not None:
             client.force_login(user)

@@ -115,13 +115,14 @@ LOGOUT_REDIRECT_URL = "login"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
 CELERY_BROKER_FOLDER = Path(env("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (CELERY_BROKER_FOLDER / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER / "out"),
         "data_folder_out": str(CELERY_BROKER_FOLDER / "out"),
         "processed_folder": str(CELERY_BROKER_FOLDER / "processed"),
         "store_processed": False,
+        "control_folder": str(CELERY_BROKER_FOLDER / "control"),
     }
 else:
     # Redelivery after a lost worker: longer than the longest task we run.
@@ -141,6 +142,9 @@ CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Fault injection for tests: seconds an analysis part sleeps before it writes (0 in use).
+ANALYSIS_PART_DELAY_S = env.float("FLEETWISE_ANALYSIS_PART_DELAY_S", default=0.0)
 
 # --- REST framework -----------------------------------------------------------
 REST_FRAMEWORK = {

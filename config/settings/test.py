@@ -13,19 +13,29 @@ EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not :memory:, so a worker thread sees the same test database.
+    # Exported so a worker subprocess started by a test opens the same file.
     DATABASES["default"]["TEST"] = {
-        "NAME": str(Path(tempfile.gettempdir()) / f"fleetwise-test-{os.getpid()}.sqlite3")
+        "NAME": os.environ.setdefault(
+            "FLEETWISE_TEST_SQLITE",
+            str(Path(tempfile.gettempdir()) / f"fleetwise-test-{os.getpid()}.sqlite3"),
+        )
     }
 
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker = Path(tempfile.mkdtemp(prefix="fleetwise-broker-"))
-    for _sub in ("out", "processed"):
-        (_broker / _sub).mkdir()
+    # Exported so a worker subprocess started by a test shares the message folder.
+    _broker = Path(
+        os.environ.setdefault(
+            "FLEETWISE_TEST_BROKER_FOLDER", tempfile.mkdtemp(prefix="fleetwise-broker-")
+        )
+    )
+    for _sub in ("out", "processed", "control"):
+        (_broker / _sub).mkdir(exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "out"),
         "data_folder_out": str(_broker / "out"),
         "processed_folder": str(_broker / "processed"),
         "store_processed": False,
+        "control_folder": str(_broker / "control"),
     }
 
 STATICFILES_DIRS: list = []

@@ -1,0 +1,93 @@
+"""Planner API serializers: stored analyses and the stateless calculators' inputs."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from inventory.api.serializers import AcceleratorField
+from inventory.models import AcceleratorModel
+from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from planner.models import Analysis, Scope
+
+
+class AnalysisSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Analysis
+        fields = [
+            "id",
+            "scope",
+            "object_id",
+            "scope_label",
+            "period_start",
+            "period_end",
+            "status",
+            "progress",
+            "stale",
+            "error",
+            "results",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "succeeded_at",
+            "duration_s",
+            "created",
+        ]
+        read_only_fields = fields
+
+
+class AnalysisCreateSerializer(serializers.Serializer):
+    scope = serializers.ChoiceField(choices=Scope.choices)
+    object_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    period_start = serializers.DateTimeField(required=False)
+    period_end = serializers.DateTimeField(required=False)
+
+
+class EffectiveTimeInputSerializer(serializers.Serializer):
+    cards = serializers.IntegerField(min_value=1)
+    mtbf_card_hours = serializers.FloatField(required=False, min_value=0.001)
+    checkpoint_save_minutes = serializers.FloatField(required=False, min_value=0)
+    restart_minutes = serializers.FloatField(required=False, min_value=0)
+    checkpoint_interval_minutes = serializers.FloatField(required=False, min_value=0.001)
+    cooling = serializers.ChoiceField(choices=COOLING_TYPES, required=False)
+    interval_rule = serializers.ChoiceField(choices=INTERVAL_RULES, default="young")
+
+
+class EffectiveTimeOutputSerializer(serializers.Serializer):
+    mtbf_card_hours = serializers.FloatField()
+    mtbf_job_hours = serializers.FloatField()
+    young_interval_minutes = serializers.FloatField()
+    daly_interval_minutes = serializers.FloatField()
+    checkpoint_interval_minutes = serializers.FloatField()
+    interval_rule = serializers.CharField()
+    effective_time = serializers.FloatField()
+    stalled = serializers.BooleanField()
+    lost_share = serializers.DictField(child=serializers.FloatField())
+    provenance = serializers.DictField(child=serializers.CharField())
+
+
+class PoolMemberSerializer(serializers.Serializer):
+    accelerator = AcceleratorField(queryset=AcceleratorModel.objects.all())
+    cards = serializers.IntegerField(min_value=1)
+    mfu = serializers.FloatField(required=False, min_value=0.0001, max_value=1.0)
+
+
+class PoolEstimateInputSerializer(serializers.Serializer):
+    members = PoolMemberSerializer(many=True, allow_empty=False)
+    mixing_penalty = serializers.FloatField(required=False, min_value=0.001, max_value=1.0)
+    global_batch_microbatches = serializers.IntegerField(required=False, min_value=1)
+
+
+class StrategyOutputSerializer(serializers.Serializer):
+    throughput_pflops = serializers.FloatField()
+    heterogeneity_factor = serializers.FloatField()
+
+
+class PoolEstimateOutputSerializer(serializers.Serializer):
+    strategies = serializers.DictField(child=StrategyOutputSerializer())
+    recommended = serializers.CharField()
+    why = serializers.CharField()
+    slowest_card = serializers.CharField()
+    ideal_pflops = serializers.FloatField()
+    total_cards = serializers.IntegerField()
+    mixing_penalty = serializers.FloatField()
+    microbatches = serializers.IntegerField()

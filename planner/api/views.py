@@ -1,0 +1,88 @@
+"""Planner API: stored analyses (run by workers) and the stateless estimate calculators."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from planner import estimates, services
+from planner.api.serializers import (
+    AnalysisCreateSerializer,
+    AnalysisSerializer,
+    EffectiveTimeInputSerializer,
+    EffectiveTimeOutputSerializer,
+    PoolEstimateInputSerializer,
+    PoolEstimateOutputSerializer,
+)
+from planner.filtersets import AnalysisFilterSet
+from planner.models import Analysis
+
+
+class AnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    queryset = Analysis.objects.all()
+    serializer_class = AnalysisSerializer
+    filterset_class = AnalysisFilterSet
+    ordering_fields = ["created", "finished_at", "scope", "status"]
+
+    @extend_schema(request=AnalysisCreateSerializer, responses={202: AnalysisSerializer})
+    def create(self, request):
+        """Queue an analysis of a pool, cluster, site or the fleet; poll it for progress."""
+        payload = AnalysisCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            analysis = services.start_analysis(user=request.user, **payload.validated_data)
+        except services.AnalysisInputError as exc:
+            raise ValidationError(exc.errors) from exc
+        return Response(AnalysisSerializer(analysis).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={202: AnalysisSerializer})
+    @action(detail=True, methods=["post"])
+    def recompute(self, request, pk=None):
+        """Run the analysis again with the current inventory; the last result stays until then."""
+        analysis = services.recompute(self.get_object())
+        return Response(AnalysisSerializer(analysis).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CalculatorView(APIView):
+    """A POST-only calculator: validate, compute, answer; any signed-in role may use it."""
+
+    input_serializer = None
+    output_serializer = None
+    calculate = None
+    read_role = "viewer"
+    write_role = "viewer"  # computing an estimate changes nothing
+
+    def post(self, request):
+        payload = self.input_serializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            result = type(self).calculate(payload.validated_data)
+        except ValueError as exc:
+            raise ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return Response(self.output_serializer(result).data)
+
+
+class EffectiveTimeEstimateView(CalculatorView):
+    input_serializer = EffectiveTimeInputSerializer
+    output_serializer = EffectiveTimeOutputSerializer
+    calculate = staticmethod(estimates.estimate_effective_time)
+
+    @extend_schema(request=EffectiveTimeInputSerializer, responses=EffectiveTimeOutputSerializer)
+    def post(self, request):
+        """Effective training time of a job from its size, MTBF and checkpoint costs (§4)."""
+        return super().post(request)
+
+
+class PoolEstimateView(CalculatorView):
+    input_serializer = PoolEstimateInputSerializer
+    output_serializer = PoolEstimateOutputSerializer
+    calculate = staticmethod(estimates.estimate_pool)
+
+    @extend_schema(request=PoolEstimateInputSerializer, responses=PoolEstimateOutputSerializer)
+    def post(self, request):
+        """Throughput of a (mixed) pool under the four strategies, and the best one (§2)."""
+        return super().post(request)

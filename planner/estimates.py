@@ -1,0 +1,97 @@
+"""Stateless calculators behind /api/v1/estimates/: thin adapters over the pure engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.engine.heterogeneous import CardGroup, bucket_effect
+from planner.engine.reliability import daly_interval_h, effective_training_time, young_interval_h
+
+MINUTES_PER_HOUR = 60.0
+
+
+def _hours(minutes: float | None) -> float | None:
+    return None if minutes is None else minutes / MINUTES_PER_HOUR
+
+
+def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
+    result = effective_training_time(
+        data["cards"],
+        mtbf_card_h=data.get("mtbf_card_hours"),
+        cooling=data.get("cooling") or "air",
+        checkpoint_save_h=_hours(data.get("checkpoint_save_minutes")),
+        restart_h=_hours(data.get("restart_minutes")),
+        checkpoint_interval_h=_hours(data.get("checkpoint_interval_minutes")),
+        interval_rule=data.get("interval_rule", "young"),
+    )
+    given = {
+        "mtbf_card_hours": "mtbf_card_hours" in data,
+        "checkpoint_save_minutes": "checkpoint_save_minutes" in data,
+        "restart_minutes": "restart_minutes" in data,
+        "checkpoint_interval_minutes": "checkpoint_interval_minutes" in data,
+    }
+    provenance = {key: "measured" if entered else "default" for key, entered in given.items()}
+    if not given["checkpoint_interval_minutes"]:
+        provenance["checkpoint_interval_minutes"] = "modeled"
+    if not given["mtbf_card_hours"] and data.get("cooling"):
+        provenance["mtbf_card_hours"] = "modeled"
+    return {
+        "mtbf_card_hours": result.mtbf_card_h,
+        "mtbf_job_hours": result.mtbf_job_h,
+        "young_interval_minutes": float(
+            young_interval_h(result.checkpoint_save_h, result.mtbf_job_h) * MINUTES_PER_HOUR
+        ),
+        "daly_interval_minutes": float(
+            daly_interval_h(result.checkpoint_save_h, result.mtbf_job_h) * MINUTES_PER_HOUR
+        ),
+        "checkpoint_interval_minutes": result.checkpoint_interval_h * MINUTES_PER_HOUR,
+        "interval_rule": result.interval_rule,
+        "effective_time": result.effective_time,
+        "stalled": result.stalled,
+        "lost_share": {
+            "checkpoint_saves": result.lost_checkpoint_share,
+            "rework": result.lost_rework_share,
+            "restarts": result.lost_restart_share,
+            "total": result.lost_share,
+        },
+        "provenance": provenance,
+    }
+
+
+def estimate_pool(data: dict[str, Any]) -> dict[str, Any]:
+    groups = [
+        CardGroup(
+            accelerator=member["accelerator"].name,
+            vendor=member["accelerator"].vendor,
+            cards=member["cards"],
+            peak_tflops=member["accelerator"].dense_bf16_tflops,
+            mfu=member.get("mfu") or member["accelerator"].default_training_mfu,
+        )
+        for member in data["members"]
+    ]
+    overrides: dict[str, float] = {}
+    if data.get("mixing_penalty") is not None:
+        overrides = {
+            "mixing_penalty_same_vendor": data["mixing_penalty"],
+            "mixing_penalty_cross_vendor": data["mixing_penalty"],
+        }
+    result = bucket_effect(
+        groups, microbatches=data.get("global_batch_microbatches"), overrides=overrides
+    )
+    slowest = min(groups, key=lambda g: g.peak_tflops * g.mfu)
+    return {
+        "strategies": {
+            s.strategy: {
+                "throughput_pflops": s.throughput_tflops / 1000.0,
+                "heterogeneity_factor": s.heterogeneity,
+            }
+            for s in result.strategies
+        },
+        "recommended": result.recommended,
+        "why": result.why,
+        "slowest_card": slowest.accelerator,
+        "ideal_pflops": result.ideal_tflops / 1000.0,
+        "total_cards": result.total_cards,
+        "mixing_penalty": result.mixing_penalty,
+        "microbatches": result.microbatches,
+    }

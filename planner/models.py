@@ -1,0 +1,100 @@
+"""Stored efficiency analyses: one row per scope and period, computed by Celery workers.
+
+A run is identified by `run_id`; a task writes only while its run_id is current, so a late or
+redelivered task of a superseded run can never overwrite a newer result (idempotent writes).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Scope(models.TextChoices):
+    POOL = "pool", "Pool"
+    CLUSTER = "cluster", "Cluster"
+    SITE = "site", "Site"
+    FLEET = "fleet", "Fleet"
+
+
+class AnalysisStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class Analysis(models.Model):
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    object_id = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Id of the pool, cluster or site; empty for the fleet."
+    )
+    scope_label = models.CharField(max_length=250, blank=True)
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    status = models.CharField(
+        max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.QUEUED
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
+    stale = models.BooleanField(
+        default=False, help_text="The inventory changed after the last successful run."
+    )
+    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    parts_total = models.PositiveIntegerField(default=0)
+    parts_done = models.PositiveIntegerField(default=0)
+    input_snapshot = models.JSONField(null=True, blank=True)
+    results = models.JSONField(
+        null=True, blank=True, help_text="The last successful result; a failed run keeps it."
+    )
+    error = models.TextField(blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    succeeded_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name_plural = "analyses"
+        indexes = [models.Index(fields=["scope", "object_id"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(scope="fleet", object_id__isnull=True)
+                | (~models.Q(scope="fleet") & models.Q(object_id__isnull=False)),
+                name="analysis_object_id_matches_scope",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(period_end__gt=models.F("period_start")),
+                name="analysis_period_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_scope_display()} {self.scope_label or self.object_id or ''}".strip()
+
+
+class AnalysisPart(models.Model):
+    """One cluster's share of a run; parts make the fan-out idempotent under redelivery."""
+
+    analysis = models.ForeignKey(Analysis, on_delete=models.CASCADE, related_name="parts")
+    run_id = models.UUIDField()
+    cluster_id = models.PositiveBigIntegerField()
+    pool_rows = models.JSONField()
+    inputs = models.JSONField()
+    finished_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["analysis", "run_id", "cluster_id"], name="analysis_part_once_per_run"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"part of analysis {self.analysis_id} for cluster {self.cluster_id}"

@@ -1,0 +1,201 @@
+"""Analysis lifecycle: create, queue, record progress, finish or fail (keeping the last result)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from inventory.models import Cluster, Pool, Site
+from planner.models import Analysis, AnalysisStatus, Scope
+
+DEFAULT_PERIOD = dt.timedelta(days=30)
+
+
+class AnalysisInputError(ValueError):
+    """Bad analysis request; `errors` maps each field to why."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+SCOPE_MODELS = {Scope.POOL: Pool, Scope.CLUSTER: Cluster, Scope.SITE: Site}
+
+
+def scope_label(scope: str, object_id: int | None) -> str:
+    if scope == Scope.FLEET:
+        return "Whole fleet"
+    obj = SCOPE_MODELS[scope].objects.filter(pk=object_id).first()
+    return str(obj) if obj else f"{scope} {object_id} (deleted)"
+
+
+def clusters_in_scope(scope: str, object_id: int | None) -> list[int]:
+    """Cluster ids a run of this scope fans out to (one part per cluster)."""
+    clusters = Cluster.objects.order_by("pk")
+    if scope == Scope.POOL:
+        clusters = clusters.filter(pools__pk=object_id)
+    elif scope == Scope.CLUSTER:
+        clusters = clusters.filter(pk=object_id)
+    elif scope == Scope.SITE:
+        clusters = clusters.filter(site_id=object_id)
+    return list(clusters.values_list("pk", flat=True))
+
+
+def _validate(scope: str, object_id: int | None, start: dt.datetime, end: dt.datetime) -> None:
+    errors: dict[str, str] = {}
+    if scope not in Scope.values:
+        errors["scope"] = f"Must be one of {', '.join(Scope.values)}."
+    elif scope == Scope.FLEET:
+        if object_id is not None:
+            errors["object_id"] = "Leave empty (null) for the fleet scope."
+    elif object_id is None:
+        errors["object_id"] = f"Give the id of the {scope} to analyse."
+    elif not SCOPE_MODELS[scope].objects.filter(pk=object_id).exists():
+        errors["object_id"] = f"No {scope} with id {object_id}."
+    if end <= start:
+        errors["period_end"] = "The period must end after it starts."
+    if errors:
+        raise AnalysisInputError(errors)
+
+
+@transaction.atomic
+def start_analysis(
+    *,
+    scope: str,
+    object_id: int | None = None,
+    period_start: dt.datetime | None = None,
+    period_end: dt.datetime | None = None,
+    user=None,
+) -> Analysis:
+    """Create an analysis and queue its run once the transaction commits."""
+    end = period_end or timezone.now().replace(minute=0, second=0, microsecond=0)
+    start = period_start or end - DEFAULT_PERIOD
+    _validate(scope, object_id, start, end)
+    analysis = Analysis.objects.create(
+        scope=scope,
+        object_id=object_id,
+        scope_label=scope_label(scope, object_id),
+        period_start=start,
+        period_end=end,
+        created_by=user if user is not None and user.is_authenticated else None,
+        queued_at=timezone.now(),
+    )
+    _queue(analysis)
+    return analysis
+
+
+@transaction.atomic
+def recompute(analysis: Analysis) -> Analysis:
+    """Start a fresh run; a run still in flight is superseded (its writes are ignored)."""
+    analysis = Analysis.objects.select_for_update().get(pk=analysis.pk)
+    analysis.run_id = uuid.uuid4()
+    analysis.status = AnalysisStatus.QUEUED
+    analysis.progress = 0
+    analysis.parts_done = 0
+    analysis.error = ""
+    analysis.queued_at = timezone.now()
+    analysis.started_at = analysis.finished_at = None
+    analysis.save()
+    _queue(analysis)
+    return analysis
+
+
+def _queue(analysis: Analysis) -> None:
+    from planner.tasks import run_analysis
+
+    analysis_id, run_id = analysis.pk, str(analysis.run_id)
+    transaction.on_commit(lambda: run_analysis.delay(analysis_id, run_id))
+
+
+def current_run(analysis_id: int, run_id: str):
+    """The analysis rows of this run only: empty once a newer run superseded it."""
+    return Analysis.objects.filter(pk=analysis_id, run_id=run_id)
+
+
+def mark_running(analysis_id: int, run_id: str, parts_total: int) -> bool:
+    return bool(
+        current_run(analysis_id, run_id)
+        .filter(status__in=[AnalysisStatus.QUEUED, AnalysisStatus.RUNNING])
+        .update(
+            status=AnalysisStatus.RUNNING,
+            started_at=timezone.now(),
+            parts_total=parts_total,
+            progress=5,
+        )
+    )
+
+
+def record_progress(analysis_id: int, run_id: str, parts_done: int, parts_total: int) -> None:
+    # Parts take 5..90%, the final aggregation the rest.
+    progress = 5 + int(85 * parts_done / max(parts_total, 1))
+    current_run(analysis_id, run_id).update(parts_done=parts_done, progress=progress)
+
+
+def finish(analysis_id: int, run_id: str, *, results: dict, input_snapshot: dict) -> bool:
+    now = timezone.now()
+    with transaction.atomic():
+        analysis = current_run(analysis_id, run_id).select_for_update().first()
+        if analysis is None:
+            return False
+        analysis.results = results
+        analysis.input_snapshot = input_snapshot
+        analysis.status = AnalysisStatus.SUCCEEDED
+        analysis.progress = 100
+        analysis.error = ""
+        analysis.finished_at = analysis.succeeded_at = now
+        analysis.duration_s = (now - (analysis.started_at or now)).total_seconds()
+        # Edits made while this run was computing are not in it.
+        analysis.stale = False
+        analysis.save()
+        analysis.parts.exclude(run_id=run_id).delete()
+    return True
+
+
+def fail(analysis_id: int, run_id: str, reason: str) -> None:
+    """Record why a run failed; `results` keeps the last successful run's numbers."""
+    current_run(analysis_id, run_id).update(
+        status=AnalysisStatus.FAILED, error=reason[:4000], finished_at=timezone.now()
+    )
+
+
+def mark_stale(level: str, ids: list[int] | None = None) -> int:
+    """Flag analyses whose inputs an inventory edit touched.
+
+    An edit at `level` (site, cluster, pool, or "catalog" for the card catalog) touches that
+    object, everything inside it and everything containing it, never its siblings.
+    """
+    if level == "catalog":
+        affected = Q()
+    else:
+        ids = [i for i in (ids or []) if i is not None]
+        if level == Scope.POOL:
+            pools = Pool.objects.filter(pk__in=ids)
+        elif level == Scope.CLUSTER:
+            pools = Pool.objects.filter(cluster_id__in=ids)
+        elif level == Scope.SITE:
+            pools = Pool.objects.filter(cluster__site_id__in=ids)
+        else:
+            raise ValueError(f"unknown inventory level {level!r}")
+        pool_ids = set(pools.values_list("pk", flat=True)) | (
+            set(ids) if level == Scope.POOL else set()
+        )
+        cluster_filter = {Scope.POOL: "pools__pk__in", Scope.CLUSTER: "pk__in"}.get(
+            level, "site_id__in"
+        )
+        cluster_ids = set(
+            Cluster.objects.filter(**{cluster_filter: ids}).values_list("pk", flat=True)
+        ) | (set(ids) if level == Scope.CLUSTER else set())
+        site_ids = set(
+            Site.objects.filter(clusters__pk__in=cluster_ids).values_list("pk", flat=True)
+        ) | (set(ids) if level == Scope.SITE else set())
+        affected = (
+            Q(scope=Scope.FLEET)
+            | Q(scope=Scope.POOL, object_id__in=pool_ids)
+            | Q(scope=Scope.CLUSTER, object_id__in=cluster_ids)
+            | Q(scope=Scope.SITE, object_id__in=site_ids)
+        )
+    return Analysis.objects.filter(affected, stale=False).update(stale=True)

@@ -1,0 +1,38 @@
+"""Inventory edits mark the analyses that used the edited objects stale."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from planner.services import mark_stale
+
+# (level, id of the object at that level) for each inventory model.
+LEVELS = {
+    Site: lambda obj: ("site", obj.pk),
+    Cluster: lambda obj: ("cluster", obj.pk),
+    Pool: lambda obj: ("pool", obj.pk),
+    NodeGroup: lambda obj: ("pool", obj.pool_id),
+    AcceleratorModel: lambda obj: ("catalog", None),
+}
+
+
+def _on_change(sender, instance, **kwargs) -> None:
+    if kwargs.get("raw"):
+        return  # fixture loading
+    level, object_id = LEVELS[sender](instance)
+    if sender in (Pool, Cluster) and kwargs.get("signal") is post_delete:
+        # The object is gone; its parent still knows which analyses used it.
+        level, object_id = (
+            ("cluster", instance.cluster_id) if sender is Pool else ("site", instance.site_id)
+        )
+    # After commit, so a rolled-back edit flags nothing.
+    transaction.on_commit(lambda: mark_stale(level, [object_id]))
+
+
+def connect() -> None:
+    for model in LEVELS:
+        uid = f"planner.stale.{model.__name__}"
+        post_save.connect(_on_change, sender=model, dispatch_uid=uid + ".save")
+        post_delete.connect(_on_change, sender=model, dispatch_uid=uid + ".delete")

@@ -1,0 +1,106 @@
+"""Analysis tasks: take ids, are idempotent, ack late, retry on transient database errors.
+
+A run fans out one `analysis_part` per cluster (a Celery group); each part stores its rows
+in AnalysisPart (unique per run and cluster, so a redelivered part overwrites, never doubles),
+and the part that completes the set queues `finalize_analysis`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from celery import group, shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+
+from planner import analysis as engine_bridge
+from planner import services
+from planner.models import AnalysisPart
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT = (OperationalError, InterfaceError)
+TASK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "max_retries": 5,
+}
+
+
+def _fail_on_error(analysis_id: int, run_id: str, exc: Exception) -> None:
+    if isinstance(exc, TRANSIENT):
+        raise exc  # Celery retries these
+    logger.exception("analysis %s run %s failed", analysis_id, run_id)
+    services.fail(analysis_id, run_id, f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(name="planner.run_analysis", **TASK_OPTIONS)
+def run_analysis(analysis_id: int, run_id: str) -> dict:
+    """Coordinator: find the clusters in scope and fan out one part per cluster."""
+    analysis = services.current_run(analysis_id, run_id).first()
+    if analysis is None:
+        return {"skipped": "superseded or deleted"}
+    try:
+        cluster_ids = services.clusters_in_scope(analysis.scope, analysis.object_id)
+        if not services.mark_running(analysis_id, run_id, len(cluster_ids)):
+            return {"skipped": "already finished"}
+        if not cluster_ids:
+            finalize_analysis.delay(analysis_id, run_id)
+            return {"parts": 0}
+        group(analysis_part.s(analysis_id, run_id, cid) for cid in cluster_ids).apply_async()
+        return {"parts": len(cluster_ids)}
+    except Exception as exc:
+        _fail_on_error(analysis_id, run_id, exc)
+        return {"failed": str(exc)}
+
+
+@shared_task(name="planner.analysis_part", **TASK_OPTIONS)
+def analysis_part(analysis_id: int, run_id: str, cluster_id: int) -> dict:
+    """Evaluate the pools of one cluster (restricted to one pool for a pool-scope analysis)."""
+    analysis = services.current_run(analysis_id, run_id).first()
+    if analysis is None:
+        return {"skipped": "superseded or deleted"}
+    try:
+        pool_rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster_id)
+        if settings.ANALYSIS_PART_DELAY_S:
+            time.sleep(settings.ANALYSIS_PART_DELAY_S)
+        with transaction.atomic():
+            AnalysisPart.objects.update_or_create(
+                analysis_id=analysis_id,
+                run_id=run_id,
+                cluster_id=cluster_id,
+                defaults={"pool_rows": pool_rows, "inputs": inputs},
+            )
+            # Lock the analysis row so exactly one part sees the set complete.
+            locked = services.current_run(analysis_id, run_id).select_for_update().first()
+            if locked is None:
+                return {"skipped": "superseded"}
+            done = AnalysisPart.objects.filter(analysis_id=analysis_id, run_id=run_id).count()
+            services.record_progress(analysis_id, run_id, done, locked.parts_total)
+            complete = done >= locked.parts_total
+        if complete:
+            finalize_analysis.delay(analysis_id, run_id)
+        return {"cluster_id": cluster_id, "pools": len(pool_rows)}
+    except Exception as exc:
+        _fail_on_error(analysis_id, run_id, exc)
+        return {"failed": str(exc)}
+
+
+@shared_task(name="planner.finalize_analysis", **TASK_OPTIONS)
+def finalize_analysis(analysis_id: int, run_id: str) -> dict:
+    """Aggregate the parts to the analysis scope and store the result."""
+    analysis = services.current_run(analysis_id, run_id).first()
+    if analysis is None or analysis.status == "succeeded":
+        return {"skipped": "superseded or already finished"}
+    try:
+        parts = list(AnalysisPart.objects.filter(analysis_id=analysis_id, run_id=run_id))
+        results, snapshot = engine_bridge.summarise(analysis, parts)
+        services.finish(analysis_id, run_id, results=results, input_snapshot=snapshot)
+        return {"analysis_id": analysis_id, "status": "succeeded"}
+    except Exception as exc:
+        _fail_on_error(analysis_id, run_id, exc)
+        return {"failed": str(exc)}
