@@ -582,6 +582,8 @@ def layer_overrides(
         if unknown:
             _lookup(str(unknown[0]), scope)
         validate_override_frame(overrides, scope)
+        if not overrides.index.is_unique:
+            raise ValueError(f"{scope} overrides must have one row per {scope} id")
         if id_column not in result.columns:
             raise ValueError(f"pools frame needs a {id_column!r} column to apply {scope} overrides")
         aligned = overrides.reindex(result[id_column].to_numpy())

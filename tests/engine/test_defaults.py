@@ -94,3 +94,5 @@ def test_layered_frames_reject_unknown_columns():
     pools = pd.DataFrame({"pool_id": ["p1"], "site_id": ["s1"]})
     with pytest.raises(UnknownDefaultError, match="colour"):
         layer_overrides(pools, pd.DataFrame({"colour": [1.0]}, index=["s1"]))
+    with pytest.raises(ValueError, match="one row per site"):
+        layer_overrides(pools, pd.DataFrame({"pue_air": [1.2, 1.3]}, index=["s1", "s1"]))
