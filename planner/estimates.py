@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from planner.engine.aggregate import attribute_waste_arrays
+from planner.engine.defaults import DEFAULTS
+from planner.engine.evaluate import NodeGroup, evaluate_pool
+from planner.engine.factors import FACTOR_NAMES
 from planner.engine.heterogeneous import CardGroup, bucket_effect
 from planner.engine.reliability import daly_interval_h, effective_training_time, young_interval_h
 
@@ -94,4 +99,75 @@ def estimate_pool(data: dict[str, Any]) -> dict[str, Any]:
         "total_cards": result.total_cards,
         "mixing_penalty": result.mixing_penalty,
         "microbatches": result.microbatches,
+    }
+
+
+class EstimateInputError(ValueError):
+    """Inputs that are valid one by one but not enough together; `errors` maps field → why."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def _modeled_pool(data: dict[str, Any]):
+    """Model the factors of one job: `cards` of `accelerator` at a site of `cooling`."""
+    accelerator = data["accelerator"]
+    cards = data["cards"]
+    cards_per_node = min(8, cards)
+    group = NodeGroup(
+        accelerator=accelerator.name,
+        vendor=accelerator.vendor,
+        peak_tflops=accelerator.dense_bf16_tflops,
+        nodes=math.ceil(cards / cards_per_node),
+        cards_per_node=cards_per_node,
+        nvlink_bidir_gbs=accelerator.intra_node_interconnect_gbs,
+        default_mfu=accelerator.default_training_mfu,
+    )
+    return evaluate_pool([group], cooling=data.get("cooling") or DEFAULTS["cooling"].value)
+
+
+def estimate_utilization(data: dict[str, Any]) -> dict[str, Any]:
+    """The five-factor product from entered factors, modeling the ones left out."""
+    entered = dict.fromkeys(FACTOR_NAMES)
+    if data.get("pue") is not None:
+        entered["energy"] = 1.0 / data["pue"]
+    elif data.get("energy") is not None:
+        entered["energy"] = data["energy"]
+    for name in ("mfu", "scaling", "effective_time", "utilization"):
+        entered[name] = data.get(name)
+    missing = [name for name, value in entered.items() if value is None]
+    modeled = None
+    if missing:
+        if data.get("accelerator") is None or data.get("cards") is None:
+            raise EstimateInputError(
+                {
+                    ("pue" if name == "energy" else name): "Give a value, or give "
+                    "'accelerator' and 'cards' (and optionally 'cooling') to model it."
+                    for name in missing
+                }
+            )
+        modeled = _modeled_pool(data)
+    factors = {}
+    for name in FACTOR_NAMES:
+        if entered[name] is not None:
+            factors[name] = {
+                "value": float(entered[name]),
+                "provenance": "measured",
+                "basis": "entered",
+            }
+        else:
+            result = modeled.factors[name]
+            factors[name] = {
+                "value": result.value,
+                "provenance": result.provenance,
+                "basis": result.basis,
+            }
+    values = [[factors[name]["value"] for name in FACTOR_NAMES]]
+    product, lost, shares = attribute_waste_arrays(values)
+    return {
+        "factors": factors,
+        "effective_utilization": float(product[0]),
+        "lost_share": float(lost[0]),
+        "waste_share": {name: float(shares[0][i]) for i, name in enumerate(FACTOR_NAMES)},
     }

@@ -91,3 +91,41 @@ class PoolEstimateOutputSerializer(serializers.Serializer):
     total_cards = serializers.IntegerField()
     mixing_penalty = serializers.FloatField()
     microbatches = serializers.IntegerField()
+
+
+def _share_field(**kwargs) -> serializers.FloatField:
+    return serializers.FloatField(required=False, min_value=0.000001, max_value=1.0, **kwargs)
+
+
+class UtilizationInputSerializer(serializers.Serializer):
+    pue = serializers.FloatField(required=False, min_value=1.0)
+    energy = _share_field(help_text="1/PUE; give this or pue.")
+    mfu = _share_field()
+    scaling = _share_field()
+    effective_time = _share_field()
+    utilization = _share_field()
+    accelerator = AcceleratorField(
+        queryset=AcceleratorModel.objects.all(),
+        required=False,
+        help_text="Catalog name or id; with cards, models the factors left out.",
+    )
+    cards = serializers.IntegerField(required=False, min_value=1)
+    cooling = serializers.ChoiceField(choices=COOLING_TYPES, required=False)
+
+    def validate(self, attrs):
+        if attrs.get("pue") is not None and attrs.get("energy") is not None:
+            raise serializers.ValidationError({"energy": "Give pue or energy, not both."})
+        return attrs
+
+
+class FactorValueSerializer(serializers.Serializer):
+    value = serializers.FloatField()
+    provenance = serializers.CharField()
+    basis = serializers.CharField()
+
+
+class UtilizationOutputSerializer(serializers.Serializer):
+    factors = serializers.DictField(child=FactorValueSerializer())
+    effective_utilization = serializers.FloatField()
+    lost_share = serializers.FloatField()
+    waste_share = serializers.DictField(child=serializers.FloatField())

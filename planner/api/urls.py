@@ -14,4 +14,9 @@ urlpatterns = [
         name="estimate-effective-time",
     ),
     path("estimates/pool/", views.PoolEstimateView.as_view(), name="estimate-pool"),
+    path(
+        "estimates/utilization/",
+        views.UtilizationEstimateView.as_view(),
+        name="estimate-utilization",
+    ),
 ]

@@ -17,6 +17,8 @@ from planner.api.serializers import (
     EffectiveTimeOutputSerializer,
     PoolEstimateInputSerializer,
     PoolEstimateOutputSerializer,
+    UtilizationInputSerializer,
+    UtilizationOutputSerializer,
 )
 from planner.filtersets import AnalysisFilterSet
 from planner.models import Analysis
@@ -61,6 +63,8 @@ class CalculatorView(APIView):
         payload.is_valid(raise_exception=True)
         try:
             result = type(self).calculate(payload.validated_data)
+        except estimates.EstimateInputError as exc:
+            raise ValidationError(exc.errors) from exc
         except ValueError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
         return Response(self.output_serializer(result).data)
@@ -85,4 +89,15 @@ class PoolEstimateView(CalculatorView):
     @extend_schema(request=PoolEstimateInputSerializer, responses=PoolEstimateOutputSerializer)
     def post(self, request):
         """Throughput of a (mixed) pool under the four strategies, and the best one (§2)."""
+        return super().post(request)
+
+
+class UtilizationEstimateView(CalculatorView):
+    input_serializer = UtilizationInputSerializer
+    output_serializer = UtilizationOutputSerializer
+    calculate = staticmethod(estimates.estimate_utilization)
+
+    @extend_schema(request=UtilizationInputSerializer, responses=UtilizationOutputSerializer)
+    def post(self, request):
+        """The five-factor product and each factor's share of the loss (§1)."""
         return super().post(request)

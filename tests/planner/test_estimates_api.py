@@ -177,3 +177,86 @@ def test_pool_estimate_400_names_the_field(api, payload, path):
     assert node
     if path[-1] == "accelerator":
         assert "Z9000" in str(node)
+
+
+UTILIZATION = "/api/v1/estimates/utilization/"
+
+
+def test_best_practice_product_is_about_half(api):
+    # Seed 000 best practice: PUE 1.1, MFU 0.70, scaling 0.90, effective time 0.99, use 0.90.
+    body = api.post(
+        UTILIZATION,
+        {"pue": 1.1, "mfu": 0.70, "scaling": 0.90, "effective_time": 0.99, "utilization": 0.90},
+        format="json",
+    ).json()
+    expected = (1 / 1.1) * 0.70 * 0.90 * 0.99 * 0.90
+    assert body["effective_utilization"] == pytest.approx(expected, rel=1e-9)
+    assert body["effective_utilization"] == pytest.approx(0.51, abs=0.005)
+    assert sum(body["waste_share"].values()) == pytest.approx(body["lost_share"], rel=1e-9)
+    # -ln attribution: MFU (0.70) loses most, effective time (0.99) least.
+    shares = body["waste_share"]
+    assert max(shares, key=shares.get) == "mfu"
+    assert min(shares, key=shares.get) == "effective_time"
+    assert all(f["provenance"] == "measured" for f in body["factors"].values())
+
+
+def test_missing_factors_are_modeled_from_accelerator_and_cards(api):
+    body = api.post(
+        UTILIZATION,
+        {
+            "utilization": 0.7,
+            "accelerator": "H100 SXM5 80GB",
+            "cards": 1024,
+            "cooling": "direct_liquid",
+        },
+        format="json",
+    ).json()
+    factors = body["factors"]
+    assert factors["utilization"]["provenance"] == "measured"
+    assert factors["energy"]["provenance"] == "default"
+    assert factors["scaling"]["provenance"] == "modeled"
+    assert all(0 < f["value"] <= 1 for f in factors.values())
+    product = math.prod(f["value"] for f in factors.values())
+    assert body["effective_utilization"] == pytest.approx(product, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        (
+            {"pue": 0.9, "mfu": 0.5, "scaling": 0.9, "effective_time": 0.9, "utilization": 0.5},
+            "pue",
+        ),
+        (
+            {"pue": 1.2, "mfu": 1.5, "scaling": 0.9, "effective_time": 0.9, "utilization": 0.5},
+            "mfu",
+        ),
+        ({"pue": 1.2, "mfu": 0.5, "effective_time": 0.9, "utilization": 0.5}, "scaling"),
+        (
+            {
+                "mfu": 0.5,
+                "scaling": 0.9,
+                "effective_time": 0.9,
+                "utilization": 0.5,
+                "accelerator": "Q1",
+                "cards": 8,
+            },
+            "accelerator",
+        ),
+        (
+            {
+                "pue": 1.2,
+                "energy": 0.8,
+                "mfu": 0.5,
+                "scaling": 0.9,
+                "effective_time": 0.9,
+                "utilization": 0.5,
+            },
+            "energy",
+        ),
+    ],
+)
+def test_utilization_400_names_the_field(api, payload, field):
+    response = api.post(UTILIZATION, payload, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
