@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -52,17 +52,20 @@ class AnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 class CalculatorView(APIView):
     """A POST-only calculator: validate, compute, answer; any signed-in role may use it."""
 
-    input_serializer = None
-    output_serializer = None
-    calculate = None
+    input_serializer: type[serializers.Serializer]
+    output_serializer: type[serializers.Serializer]
     read_role = "viewer"
     write_role = "viewer"  # computing an estimate changes nothing
+
+    @staticmethod
+    def calculate(data: dict) -> dict:
+        raise NotImplementedError
 
     def post(self, request):
         payload = self.input_serializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
-            result = type(self).calculate(payload.validated_data)
+            result = self.calculate(payload.validated_data)
         except estimates.EstimateInputError as exc:
             raise ValidationError(exc.errors) from exc
         except ValueError as exc:
@@ -70,34 +73,42 @@ class CalculatorView(APIView):
         return Response(self.output_serializer(result).data)
 
 
-class EffectiveTimeEstimateView(CalculatorView):
-    input_serializer = EffectiveTimeInputSerializer
-    output_serializer = EffectiveTimeOutputSerializer
-    calculate = staticmethod(estimates.estimate_effective_time)
-
-    @extend_schema(request=EffectiveTimeInputSerializer, responses=EffectiveTimeOutputSerializer)
-    def post(self, request):
-        """Effective training time of a job from its size, MTBF and checkpoint costs (§4)."""
-        return super().post(request)
-
-
-class PoolEstimateView(CalculatorView):
-    input_serializer = PoolEstimateInputSerializer
-    output_serializer = PoolEstimateOutputSerializer
-    calculate = staticmethod(estimates.estimate_pool)
-
-    @extend_schema(request=PoolEstimateInputSerializer, responses=PoolEstimateOutputSerializer)
-    def post(self, request):
-        """Throughput of a (mixed) pool under the four strategies, and the best one (§2)."""
-        return super().post(request)
+def calculator_view(name, input_serializer, output_serializer, calculate, summary: str):
+    """A CalculatorView subclass with its OpenAPI request/response documented."""
+    view = type(
+        name,
+        (CalculatorView,),
+        {
+            "input_serializer": input_serializer,
+            "output_serializer": output_serializer,
+            "calculate": staticmethod(calculate),
+            "__doc__": summary,
+        },
+    )
+    schema = extend_schema(
+        request=input_serializer, responses=output_serializer, description=summary
+    )
+    return extend_schema_view(post=schema)(view)
 
 
-class UtilizationEstimateView(CalculatorView):
-    input_serializer = UtilizationInputSerializer
-    output_serializer = UtilizationOutputSerializer
-    calculate = staticmethod(estimates.estimate_utilization)
-
-    @extend_schema(request=UtilizationInputSerializer, responses=UtilizationOutputSerializer)
-    def post(self, request):
-        """The five-factor product and each factor's share of the loss (§1)."""
-        return super().post(request)
+EffectiveTimeEstimateView = calculator_view(
+    "EffectiveTimeEstimateView",
+    EffectiveTimeInputSerializer,
+    EffectiveTimeOutputSerializer,
+    estimates.estimate_effective_time,
+    "Effective training time of a job from its size, MTBF and checkpoint costs (spec §4).",
+)
+PoolEstimateView = calculator_view(
+    "PoolEstimateView",
+    PoolEstimateInputSerializer,
+    PoolEstimateOutputSerializer,
+    estimates.estimate_pool,
+    "Throughput of a (mixed) pool under the four strategies, and the best one (spec §2).",
+)
+UtilizationEstimateView = calculator_view(
+    "UtilizationEstimateView",
+    UtilizationInputSerializer,
+    UtilizationOutputSerializer,
+    estimates.estimate_utilization,
+    "The five-factor product and each factor's share of the loss (spec §1).",
+)

@@ -1,0 +1,19 @@
+"""The OpenAPI schema validates without warnings and documents the calculators' bodies."""
+
+import io
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+
+@pytest.mark.django_db
+def test_schema_validates_without_warnings():
+    out = io.StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    schema = yaml.safe_load(out.getvalue())
+    for path in ("effective-time", "pool", "utilization"):
+        operation = schema["paths"][f"/api/v1/estimates/{path}/"]["post"]
+        assert "requestBody" in operation, path
+        assert "200" in operation["responses"], path
+    assert "/api/v1/analyses/{id}/recompute/" in schema["paths"]
