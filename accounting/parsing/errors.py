@@ -7,7 +7,7 @@ in one round trip instead of one error at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,21 +71,29 @@ class IssueCollector:
         mask: pd.Series | np.ndarray,
         lines: pd.Series | np.ndarray,
         column: str,
-        reasons: str | pd.Series,
+        reason: str | Callable[[np.ndarray], Sequence[str]],
+        values: pd.Series | np.ndarray | None = None,
     ) -> None:
-        """Vectorised add: one issue per True in ``mask`` (only as many as still fit)."""
+        """Vectorised add: one issue per True in ``mask`` (only as many as still fit).
+
+        ``reason`` is a template (``{value}`` is replaced by ``values`` at that row) or a
+        function of the row positions; either way, texts are built only for reported rows.
+        """
         mask_array = np.asarray(mask, dtype=bool)
         if not mask_array.any():
             return
         room = self.max_errors - len(self.issues)
         positions = np.flatnonzero(mask_array)[:room]
         line_numbers = np.asarray(lines)[positions]
-        if isinstance(reasons, str):
-            texts = [reasons] * len(positions)
+        if callable(reason):
+            texts = [str(text) for text in reason(positions)]
+        elif values is not None:
+            picked = np.asarray(values, dtype=object)[positions]
+            texts = [reason.format(value=value) for value in picked]
         else:
-            texts = np.asarray(reasons, dtype=object)[positions].tolist()
+            texts = [reason] * len(positions)
         for line, text in zip(line_numbers.tolist(), texts, strict=True):
-            self.issues.append(LineIssue(int(line), column, str(text)))
+            self.issues.append(LineIssue(int(line), column, text))
         if self.full:
             raise TooManyIssues
 

@@ -6,6 +6,8 @@ turn the mask into line-numbered issues in one step.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +18,7 @@ import pandas as pd
 SLURM_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 # Words Slurm prints for a time that has not happened (running or never-started jobs).
 MISSING_TIME_WORDS = ("Unknown", "None", "", "N/A")
-_ELAPSED_RE = (
-    r"^\s*(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+(?:\.\d+)?)\s*$"
-)
+_ELAPSED_RE = re.compile(r"^\s*(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)\s*$")
 
 
 @dataclass
@@ -44,35 +44,63 @@ def localize_to_utc(naive: pd.Series, timezone: str) -> pd.Series:
 
 
 def parse_slurm_times(text: pd.Series, timezone: str) -> ParsedTimes:
-    """Parse ``YYYY-MM-DDTHH:MM:SS`` (also with a space) local times; Slurm's words are missing."""
-    stripped = text.str.strip()
-    missing = stripped.isin(MISSING_TIME_WORDS).to_numpy()
-    parsed = pd.to_datetime(stripped, format=SLURM_TIME_FORMAT, errors="coerce")
+    """Parse ``YYYY-MM-DDTHH:MM:SS`` local times; Slurm's words (Unknown, None) are missing."""
+    missing = text.isin(MISSING_TIME_WORDS).to_numpy(copy=True)
+    parsed = pd.to_datetime(text, format=SLURM_TIME_FORMAT, errors="coerce")
     retry = parsed.isna().to_numpy() & ~missing
     if retry.any():
-        # Some exports (spreadsheets, SLURM_TIME_FORMAT) use a space or fractional seconds.
-        parsed.loc[retry] = pd.to_datetime(stripped[retry], format="ISO8601", errors="coerce")
+        # Padded fields, a space instead of T, or fractional seconds (SLURM_TIME_FORMAT).
+        stripped = text[retry].str.strip()
+        missing[retry] = stripped.isin(MISSING_TIME_WORDS).to_numpy()
+        parsed.loc[retry] = pd.to_datetime(stripped, format="ISO8601", errors="coerce")
     bad = parsed.isna().to_numpy() & ~missing
     return ParsedTimes(localize_to_utc(parsed, timezone), missing, bad)
 
 
-def parse_elapsed_hours(text: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+def _elapsed_hours_of(text: object) -> float:
+    match = _ELAPSED_RE.match(str(text))
+    if match is None:
+        return math.nan
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 24.0 + int(hours or 0) + int(minutes) / 60.0 + float(seconds) / 3600.0
+
+
+def parse_elapsed_hours(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Slurm durations ``[D-]HH:MM:SS``, ``MM:SS``, ``MM:SS.mmm`` -> hours.
 
-    Returns (hours float64 with NaN where missing/bad, missing mask, bad mask).
+    Parsed once per distinct value (steps repeat their job's Elapsed). Returns (hours float64
+    with NaN where missing/bad, missing mask, bad mask).
     """
-    stripped = text.str.strip()
-    missing = stripped.isin(("", "Unknown", "None")).to_numpy()
-    parts = stripped.str.extract(_ELAPSED_RE)
-    numbers = parts.astype("float64").fillna({"days": 0.0, "hours": 0.0})
-    hours = (
-        numbers["days"] * 24.0
-        + numbers["hours"]
-        + numbers["minutes"] / 60.0
-        + numbers["seconds"] / 3600.0
+    codes, uniques = pd.factorize(text, use_na_sentinel=False)
+    uniques = uniques.to_numpy(dtype=object)
+    unique_hours = np.array([_elapsed_hours_of(value) for value in uniques], dtype="float64")
+    unique_missing = np.array(
+        [str(value).strip() in ("", "Unknown", "None") for value in uniques], dtype=bool
     )
-    bad = hours.isna().to_numpy() & ~missing
-    return hours.astype("float64"), missing, bad
+    hours = unique_hours[codes] if len(uniques) else np.array([], dtype="float64")
+    missing = unique_missing[codes] if len(uniques) else np.array([], dtype=bool)
+    bad = np.isnan(hours) & ~missing
+    return hours, missing, bad
+
+
+def number_after(text: pd.Series, key: str) -> np.ndarray:
+    """The number following ``key`` up to the next comma (``gres/gpuutil=680,...``), else NaN.
+
+    Uses numpy string ufuncs, so the search runs in C over the whole column.
+    """
+    values = text.to_numpy(dtype="U")
+    found = np.strings.find(values, key)
+    rest = np.strings.slice(values, np.maximum(found, 0) + len(key), None)
+    comma = np.strings.find(rest, ",")
+    figure = np.strings.slice(rest, 0, np.where(comma < 0, np.strings.str_len(rest), comma))
+    present = (found >= 0) & (np.strings.str_len(figure) > 0)
+    numbers = np.full(len(values), np.nan)
+    try:
+        numbers[present] = figure[present].astype(np.float64)
+    except ValueError:
+        # Something that is not a plain number: let pandas turn it into NaN.
+        numbers[present] = pd.to_numeric(pd.Series(figure[present]), errors="coerce")
+    return numbers
 
 
 def parse_numbers(text: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
@@ -84,14 +112,17 @@ def parse_numbers(text: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     return values, missing, bad
 
 
-def blank_to_na(text: pd.Series) -> pd.Series:
-    """Strip whitespace; empty strings become NA (str dtype)."""
-    stripped = text.astype("str").str.strip()
-    return stripped.where(stripped != "").astype("str")
+def blank_to_na(text: pd.Series, *, strip: bool = True) -> pd.Series:
+    """Empty strings become NA (str dtype); ``strip`` trims whitespace first."""
+    text = text.astype("str")
+    if strip:
+        text = text.str.strip()
+    return text.where(text != "").astype("str")
 
 
 def map_distinct(values: pd.Series, function: Callable[[Any], Hashable]) -> np.ndarray:
     """Apply a Python function once per distinct value (factorize), not once per row."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    uniques = np.asarray(uniques, dtype=object)
     mapped = np.array([function(value) for value in uniques], dtype=object)
     return mapped[codes] if len(mapped) else np.array([], dtype=object)

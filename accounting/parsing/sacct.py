@@ -67,6 +67,7 @@ from accounting.parsing.fields import (
     blank_to_na,
     localize_to_utc,
     map_distinct,
+    number_after,
     parse_elapsed_hours,
     parse_numbers,
     parse_slurm_times,
@@ -90,12 +91,9 @@ DEFAULT_SACCT_COLUMNS: tuple[str, ...] = (
     "NodeList",
 )
 REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State", "AllocTRES")
-DEFAULT_CHUNK_LINES = 100_000
+DEFAULT_CHUNK_LINES = 50_000
 
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
-_JOB_LABEL_RE = r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?$"
-_UNTYPED_GPU_RE = r"(?:^|,)gres/gpu=(\d+)"
-_GPU_UTIL_RE = r"(?:^|,)gres/gpuutil=(\d+(?:\.\d+)?)"
 _COUNT_RE = re.compile(r"^\d+$")
 
 
@@ -343,93 +341,129 @@ class _ChunkContext:
             return conform_usage_frame(pd.DataFrame())
         issues = self.issues
         lines = frame["source_line"].to_numpy()
-        label_parts = frame["jobid"].str.strip().str.partition(".")
-        base_label = label_parts[0]
-        step_name = label_parts[2]
-        is_step = (label_parts[1] == ".").to_numpy()
+        # numpy string ufuncs run in C over the whole column.
+        base_label, dot, step_name = np.strings.partition(frame["jobid"].to_numpy(dtype="U"), ".")
+        is_step = dot == "."
         self.stats.step_lines += int(is_step.sum())
         self.stats.allocation_lines += int((~is_step).sum())
 
         group = np.cumsum(~is_step)
-        orphan = is_step & (group == 0)
-        issues.add_where(orphan, lines, "JobID", "step line without its job's line above it")
-        allocation_label = base_label.where(~is_step).ffill()
-        stray = is_step & (group > 0) & (base_label != allocation_label).to_numpy()
+        issues.add_where(
+            is_step & (group == 0), lines, "JobID", "step line without its job's line above it"
+        )
+        allocation_base = base_label[~is_step]
+        owner = allocation_base[np.maximum(group - 1, 0)] if len(allocation_base) else base_label
+        stray = is_step & (group > 0) & (base_label != owner)
         issues.add_where(
             stray,
             lines,
             "JobID",
-            "step of " + base_label + " follows the line of job " + allocation_label.fillna(""),
+            lambda rows: [
+                f"step of {base_label[r]} follows the line of job {owner[r]}" for r in rows
+            ],
         )
-        gpu_utilization = self._step_gpu_utilization(frame, is_step, step_name, group)
+        if "elapsed" in frame:
+            elapsed = parse_elapsed_hours(frame["elapsed"])
+        else:
+            nothing = np.full(len(frame), np.nan)
+            elapsed = (nothing, np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=bool))
+        gpu_utilization = self._step_gpu_utilization(frame, is_step, step_name, group, elapsed[0])
 
-        jobs = frame.loc[~is_step].copy()
-        jobs["_group"] = group[~is_step]
-        return self._jobs_to_records(jobs, gpu_utilization)
+        allocation = ~is_step
+        jobs = frame.loc[allocation].copy()
+        jobs["_group"] = group[allocation]
+        jobs_elapsed = tuple(part[allocation] for part in elapsed)
+        return self._jobs_to_records(jobs, jobs_elapsed, gpu_utilization)
 
     def _step_gpu_utilization(
         self,
         frame: pd.DataFrame,
         is_step: np.ndarray,
-        step_name: pd.Series,
+        step_name: np.ndarray,
         group: np.ndarray,
-    ) -> pd.Series:
-        """Elapsed-weighted mean per-card utilization (fraction) per allocation group."""
+        elapsed_h: np.ndarray,
+    ) -> np.ndarray:
+        """Elapsed-weighted mean per-card utilization (fraction), indexed by allocation group."""
+        groups = int(group.max()) + 1 if len(group) else 1
         if "tresusageinave" not in frame:
-            return pd.Series(dtype="float64")
-        counted = (step_name != "extern").to_numpy()
-        usage = frame.loc[counted]
-        summed_pct = usage["tresusageinave"].str.extract(_GPU_UTIL_RE)[0].astype("float64")
-        step_gpus = usage["alloctres"].str.extract(_UNTYPED_GPU_RE)[0].astype("float64")
-        job_gpus = step_gpus.where(~pd.Series(is_step[counted], index=usage.index))
-        job_gpus = job_gpus.groupby(group[counted]).transform("first")
-        gpus = step_gpus.fillna(job_gpus)
-        per_card = (summed_pct / gpus / 100.0).clip(upper=1.0)
-        if "elapsed" in usage:
-            weight = parse_elapsed_hours(usage["elapsed"])[0].fillna(0.0)
-        else:
-            weight = pd.Series(1.0, index=usage.index)
+            return np.full(groups, np.nan)
+        summed_pct = number_after(frame["tresusageinave"], "gres/gpuutil=")
+        summed_pct[step_name == "extern"] = np.nan  # extern only holds the allocation
+        if not np.isfinite(summed_pct).any():
+            return np.full(groups, np.nan)
+        # GPUs of each line from its own AllocTRES (few distinct strings), else the job's.
+        tres_codes, gpu_table, _ = _gpu_entry_table(frame["alloctres"])
+        gpus_per_code = np.bincount(
+            gpu_table["_tres_code"], weights=gpu_table["_raw_count"], minlength=tres_codes.max() + 1
+        )
+        line_gpus = gpus_per_code[tres_codes]
+        job_gpus = np.zeros(groups)
+        job_gpus[group[~is_step]] = line_gpus[~is_step]
+        gpus = np.where(line_gpus > 0, line_gpus, job_gpus[group])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_card = np.minimum(summed_pct / gpus / 100.0, 1.0)
+        measured = np.isfinite(per_card)
         # The tiny floor keeps zero-length steps when they are all there is.
-        weight = (weight + 1e-9).where(per_card.notna(), 0.0)
-        weighted = (per_card.fillna(0.0) * weight).groupby(group[counted]).sum()
-        total_weight = weight.groupby(group[counted]).sum()
-        return (weighted / total_weight).where(total_weight > 0)
+        weight = np.where(measured, np.nan_to_num(elapsed_h) + 1e-9, 0.0)
+        weighted = np.bincount(
+            group, weights=np.where(measured, per_card, 0.0) * weight, minlength=groups
+        )
+        total_weight = np.bincount(group, weights=weight, minlength=groups)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(total_weight > 0, weighted / total_weight, np.nan)
 
-    def _jobs_to_records(self, jobs: pd.DataFrame, gpu_utilization: pd.Series) -> pd.DataFrame:
+    def _jobs_to_records(
+        self,
+        jobs: pd.DataFrame,
+        elapsed: tuple[np.ndarray, ...],
+        gpu_utilization: np.ndarray,
+    ) -> pd.DataFrame:
         issues = self.issues
         lines = jobs["source_line"].to_numpy()
-        label = jobs["jobid"].str.strip()
-        bad_label = ~label.str.match(_JOB_LABEL_RE).to_numpy()
-        issues.add_where(bad_label, lines, "JobID", "'" + label + "' is not a Slurm job id")
+        label = jobs["jobid"]
+        label_text = label.to_numpy(dtype="U")
+        parent, _, array_part = np.strings.partition(label_text, "_")
+        parent, _, het_part = np.strings.partition(parent, "+")
+        array_part, _, array_het = np.strings.partition(array_part, "+")
+        suffix_ok = (
+            (array_part == "")
+            | np.strings.isdigit(array_part)
+            | np.strings.startswith(array_part, "[")
+        )
+        het_ok = ((het_part == "") | np.strings.isdigit(het_part)) & (
+            (array_het == "") | np.strings.isdigit(array_het)
+        )
+        bad_label = ~(np.strings.isdigit(parent) & suffix_ok & het_ok)
+        issues.add_where(bad_label, lines, "JobID", "'{value}' is not a Slurm job id", label)
 
         # States: a handful of distinct words, so map them once each.
         state_word = map_distinct(jobs["state"], _state_word)
         known = np.array([word in SCHEDULER_STATES for word in state_word], dtype=bool)
-        issues.add_where(
-            ~known, lines, "State", "unknown state '" + jobs["state"].str.strip() + "'"
-        )
+        issues.add_where(~known, lines, "State", "unknown state '{value}'", jobs["state"])
         state = pd.Series(
             [SCHEDULER_STATES.get(word) for word in state_word], index=jobs.index, dtype="object"
         )
         running = (state == "running").to_numpy()
 
         start = parse_slurm_times(jobs["start"], self.timezone)
-        issues.add_where(start.bad, lines, "Start", "'" + jobs["start"] + "' is not a date-time")
+        issues.add_where(start.bad, lines, "Start", "'{value}' is not a date-time", jobs["start"])
         if "end" in jobs:
             end = parse_slurm_times(jobs["end"], self.timezone)
-            issues.add_where(end.bad, lines, "End", "'" + jobs["end"] + "' is not a date-time")
+            issues.add_where(end.bad, lines, "End", "'{value}' is not a date-time", jobs["end"])
+            end_values, end_missing = end.values, end.missing
         else:
-            end = None
+            end_values = pd.Series(pd.NaT, index=jobs.index, dtype="datetime64[us, UTC]")
+            end_missing = np.ones(len(jobs), dtype=bool)
         if "submit" in jobs:
             submit = parse_slurm_times(jobs["submit"], self.timezone)
             issues.add_where(
-                submit.bad, lines, "Submit", "'" + jobs["submit"] + "' is not a date-time"
+                submit.bad, lines, "Submit", "'{value}' is not a date-time", jobs["submit"]
             )
             submit_values = submit.values
-            key_time = jobs["submit"].str.strip().where(~submit.missing, jobs["start"].str.strip())
+            key_time = jobs["submit"].where(~submit.missing, jobs["start"])
         else:
             submit_values = pd.Series(pd.NaT, index=jobs.index, dtype="datetime64[us, UTC]")
-            key_time = jobs["start"].str.strip()
+            key_time = jobs["start"]
 
         never_started = start.missing & known
         issues.add_where(
@@ -439,25 +473,17 @@ class _ChunkContext:
         skip = pending | (never_started & ~running)
         self.stats.skipped_never_started += int(skip.sum())
 
+        elapsed_h, elapsed_missing, elapsed_bad = elapsed
         if "elapsed" in jobs:
-            elapsed_h, elapsed_missing, elapsed_bad = parse_elapsed_hours(jobs["elapsed"])
             issues.add_where(
                 elapsed_bad & ~skip,
                 lines,
                 "Elapsed",
-                "'" + jobs["elapsed"] + "' is not a duration ([D-]HH:MM:SS, MM:SS or MM:SS.mmm)",
+                "'{value}' is not a duration ([D-]HH:MM:SS, MM:SS or MM:SS.mmm)",
+                jobs["elapsed"],
             )
-        else:
-            elapsed_h = pd.Series(np.nan, index=jobs.index)
-            elapsed_missing = np.ones(len(jobs), dtype=bool)
-        end_values = (
-            end.values
-            if end is not None
-            else pd.Series(pd.NaT, index=jobs.index, dtype="datetime64[us, UTC]")
-        )
-        end_missing = end.missing if end is not None else np.ones(len(jobs), dtype=bool)
-        span_h = (end_values - start.values).dt.total_seconds() / 3600.0
-        issues.add_where((span_h < 0).to_numpy() & ~skip, lines, "End", "End is before Start")
+        span_h = ((end_values - start.values).dt.total_seconds() / 3600.0).to_numpy()
+        issues.add_where((span_h < 0) & ~skip, lines, "End", "End is before Start")
         finished_without_end = end_missing & ~running & ~skip & known
         issues.add_where(
             finished_without_end & elapsed_missing,
@@ -465,15 +491,17 @@ class _ChunkContext:
             "End",
             "a finished job needs End or Elapsed",
         )
-        duration_h = elapsed_h.where(~elapsed_missing, span_h)
+        duration_h = np.where(elapsed_missing, span_h, elapsed_h)
         if self.as_of is not None:
             as_of = pd.Timestamp(self.as_of)
             if as_of.tzinfo is None:
                 as_of = localize_to_utc(pd.Series([as_of]), self.timezone).iloc[0]
-            so_far_h = (as_of.tz_convert("UTC") - start.values).dt.total_seconds() / 3600.0
-            duration_h = duration_h.fillna(so_far_h.where(pd.Series(running, index=jobs.index)))
+            so_far_h = (
+                (as_of.tz_convert("UTC") - start.values).dt.total_seconds() / 3600.0
+            ).to_numpy()
+            duration_h = np.where(np.isnan(duration_h) & running, so_far_h, duration_h)
         issues.add_where(
-            duration_h.isna().to_numpy() & running & ~start.missing,
+            np.isnan(duration_h) & running & ~start.missing,
             lines,
             "Elapsed",
             "running job without Elapsed (pass as_of to measure it up to the export)",
@@ -487,9 +515,7 @@ class _ChunkContext:
         # GPUs from AllocTRES: parse each distinct string once (job shapes repeat a lot).
         tres_codes, gpu_table, tres_problems = _gpu_entry_table(jobs["alloctres"])
         problem = tres_problems[tres_codes]
-        issues.add_where(
-            (problem != "") & ~skip, lines, "AllocTRES", pd.Series(problem, dtype="object")
-        )
+        issues.add_where((problem != "") & ~skip, lines, "AllocTRES", "{value}", problem)
 
         nodes = None
         if "nnodes" in jobs:
@@ -499,11 +525,12 @@ class _ChunkContext:
                 nodes_bad & ~skip,
                 lines,
                 "NNodes",
-                "'" + jobs["nnodes"] + "' is not a non-negative whole number",
+                "'{value}' is not a non-negative whole number",
+                jobs["nnodes"],
             )
 
         cluster = (
-            blank_to_na(jobs["cluster"])
+            blank_to_na(jobs["cluster"], strip=False)
             if "cluster" in jobs
             else pd.Series(pd.NA, index=jobs.index, dtype="str")
         )
@@ -519,14 +546,14 @@ class _ChunkContext:
             return conform_usage_frame(pd.DataFrame())
 
         # Build one row per job, then expand to one row per GPU kind.
-        job_id = blank_to_na(jobs["jobidraw"]) if "jobidraw" in jobs else label
+        job_id = blank_to_na(jobs["jobidraw"], strip=False) if "jobidraw" in jobs else label
         job_id = job_id.fillna(label)
         base = pd.DataFrame(
             {
                 "cluster": cluster,
                 "job_id": job_id,
                 "job_label": label,
-                "parent_job_id": label.str.extract(r"^(\d+)")[0],
+                "parent_job_id": pd.Series(parent, index=jobs.index, dtype="str"),
                 "record_key": job_id + "@" + key_time,
                 "account": _optional_text(jobs, "account"),
                 "user": _optional_text(jobs, "user"),
@@ -538,23 +565,23 @@ class _ChunkContext:
                 "duration_h": duration_h,
                 "state": state,
                 "scheduler_state": pd.Series(state_word, index=jobs.index, dtype="str"),
-                "gpu_utilization": jobs["_group"].map(gpu_utilization).astype("float64"),
+                "gpu_utilization": gpu_utilization[jobs["_group"].to_numpy()],
                 "source_line": jobs["source_line"],
                 "_tres_code": tres_codes,
             }
         )
         base = base.loc[~skip]
         records = base.merge(gpu_table, on="_tres_code", how="inner", sort=False)
-        with_gpu = records.loc[~records.duplicated("source_line"), "source_line"]
-        self.stats.skipped_without_gpu += len(base) - len(with_gpu)
+        self.stats.skipped_without_gpu += len(base) - int(records["_first_kind"].sum())
         if records.empty:
             return conform_usage_frame(pd.DataFrame())
         multi_kind = records["_kinds"].to_numpy() > 1
-        records["record_key"] = records["record_key"].where(
-            ~multi_kind, records["record_key"] + "/" + records["gres_type"].fillna("gpu")
-        )
+        if multi_kind.any():
+            records["record_key"] = records["record_key"].where(
+                ~multi_kind, records["record_key"] + "/" + records["gres_type"].fillna("gpu")
+            )
         raw_count = records["_raw_count"].to_numpy()
-        records = records.drop(columns=["_tres_code", "_kinds", "_raw_count"])
+        records = records.drop(columns=["_tres_code", "_kinds", "_raw_count", "_first_kind"])
         return self._resolve_models(records, raw_count)
 
     def _resolve_models(self, records: pd.DataFrame, raw_count: np.ndarray) -> pd.DataFrame:
@@ -573,13 +600,17 @@ class _ChunkContext:
         unknown = records["accelerator_model"].isna().to_numpy()
         self.stats.records_with_unknown_model += int(unknown.sum())
         if self.unknown_model == "error" and unknown.any():
-            why = np.where(
-                typed,
-                "gres type '" + records["gres_type"].fillna("") + "' is not in the alias table",
-                "untyped gres/gpu and no model for partition '"
-                + records["partition"].fillna("")
-                + "'",
-            )
+            gres_type = records["gres_type"].to_numpy(dtype=object)
+            partition = records["partition"].to_numpy(dtype=object)
+
+            def why(rows: np.ndarray) -> list[str]:
+                return [
+                    f"gres type '{gres_type[r]}' is not in the alias table"
+                    if typed[r]
+                    else f"untyped gres/gpu and no model for partition '{partition[r]}'"
+                    for r in rows
+                ]
+
             self.issues.add_where(unknown, records["source_line"].to_numpy(), "AllocTRES", why)
             return conform_usage_frame(pd.DataFrame())
         self.stats.records += len(records)
@@ -588,7 +619,7 @@ class _ChunkContext:
 
 def _optional_text(jobs: pd.DataFrame, column: str) -> pd.Series:
     if column in jobs:
-        return blank_to_na(jobs[column])
+        return blank_to_na(jobs[column], strip=False)
     return pd.Series(pd.NA, index=jobs.index, dtype="str")
 
 
@@ -629,13 +660,15 @@ def _gpu_entry_table(alloc_tres: pd.Series) -> tuple[np.ndarray, pd.DataFrame, n
     type_column: list[str | None] = []
     count_column: list[float] = []
     kinds_column: list[int] = []
+    first_column: list[bool] = []
     problems = np.full(len(uniques), "", dtype=object)
     for code, tres in enumerate(uniques):
         entries = _gpu_entries(tres)
         if isinstance(entries, str):
             problems[code] = entries
             continue
-        for gres_type, count in entries:
+        for position, (gres_type, count) in enumerate(entries):
+            first_column.append(position == 0)
             code_column.append(code)
             type_column.append(gres_type)
             count_column.append(count)
@@ -646,6 +679,7 @@ def _gpu_entry_table(alloc_tres: pd.Series) -> tuple[np.ndarray, pd.DataFrame, n
             "gres_type": pd.Series(type_column, dtype="str"),
             "_raw_count": pd.Series(count_column, dtype="float64"),
             "_kinds": pd.Series(kinds_column, dtype="int64"),
+            "_first_kind": pd.Series(first_column, dtype="bool"),
         }
     )
     return codes.astype("int64"), table, problems

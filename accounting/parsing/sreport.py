@@ -282,7 +282,7 @@ def _read_rows(
         values = pd.to_numeric(text, errors="coerce")
         bad = values.isna().to_numpy() | (values < 0).to_numpy()
         issues.add_where(
-            bad, source_line, word.title(), "'" + raw[word] + "' is not a non-negative number"
+            bad, source_line, word.title(), "'{value}' is not a non-negative number", raw[word]
         )
         out[column] = values.astype("float64") * hours_per_unit
     frame = pd.DataFrame(out)

@@ -347,7 +347,7 @@ def _table_to_records(
 
     state_word = map_distinct(raw["state"], lambda text: str(text).strip().upper())
     known = np.array([word in SCHEDULER_STATES for word in state_word], dtype=bool)
-    issues.add_where(~known, lines, "state", "unknown state '" + raw["state"].str.strip() + "'")
+    issues.add_where(~known, lines, "state", "unknown state '{value}'", raw["state"].str.strip())
     state = pd.Series([SCHEDULER_STATES.get(word) for word in state_word], dtype="object")
     pending = known & state.isna().to_numpy()
     stats.skipped_pending += int(pending.sum())
@@ -356,7 +356,7 @@ def _table_to_records(
     cards, _, cards_bad = parse_numbers(raw["cards"])
     cards_bad |= (cards.isna() | (cards <= 0)).to_numpy()
     issues.add_where(
-        cards_bad & ~pending, lines, "cards", "'" + raw["cards"] + "' is not a number > 0"
+        cards_bad & ~pending, lines, "cards", "'{value}' is not a number > 0", raw["cards"]
     )
 
     start, start_missing, start_bad = _parse_times(raw["start"], options.timezone)
@@ -364,10 +364,11 @@ def _table_to_records(
         (start_missing | start_bad) & ~pending,
         lines,
         "start",
-        "'" + raw["start"] + "' is not an ISO 8601 date-time",
+        "'{value}' is not an ISO 8601 date-time",
+        raw["start"],
     )
     end, end_missing, end_bad = _parse_times(raw["end"], options.timezone)
-    issues.add_where(end_bad, lines, "end", "'" + raw["end"] + "' is not an ISO 8601 date-time")
+    issues.add_where(end_bad, lines, "end", "'{value}' is not an ISO 8601 date-time", raw["end"])
     issues.add_where(
         end_missing & ~running & ~pending, lines, "end", "empty, but the job is not running"
     )
@@ -379,7 +380,7 @@ def _table_to_records(
         given, given_missing, given_bad = parse_numbers(raw["duration_h"])
         given_bad |= (given < 0).to_numpy()
         issues.add_where(
-            given_bad, lines, "duration_h", "'" + raw["duration_h"] + "' is not hours >= 0"
+            given_bad, lines, "duration_h", "'{value}' is not hours >= 0", raw["duration_h"]
         )
         duration_h = given.where(~given_missing, span_h)
     if options.as_of is not None:
@@ -400,25 +401,25 @@ def _table_to_records(
         nodes, _, nodes_bad = parse_numbers(raw["nodes"])
         nodes_bad |= ((nodes < 0) | (nodes % 1 != 0)).to_numpy()
         issues.add_where(
-            nodes_bad, lines, "nodes", "'" + raw["nodes"] + "' is not a whole number >= 0"
+            nodes_bad, lines, "nodes", "'{value}' is not a whole number >= 0", raw["nodes"]
         )
         optional_numbers["nodes"] = nodes
     for name in ("tokens_per_s", "model_params"):
         if name in raw:
             values, _, bad = parse_numbers(raw[name])
             bad |= (values < 0).to_numpy()
-            issues.add_where(bad, lines, name, "'" + raw[name] + "' is not a number >= 0")
+            issues.add_where(bad, lines, name, "'{value}' is not a number >= 0", raw[name])
             optional_numbers[name] = values
     for name in ("gpu_utilization", "mfu"):
         if name in raw:
             values, bad = _parse_fraction(raw[name])
             issues.add_where(
-                bad, lines, name, "'" + raw[name] + "' is not a fraction 0-1 or a percent like 85%"
+                bad, lines, name, "'{value}' is not a fraction 0-1 or a percent like 85%", raw[name]
             )
             optional_numbers[name] = values
     if "submit" in raw:
         submit, _, submit_bad = _parse_times(raw["submit"], options.timezone)
-        issues.add_where(submit_bad, lines, "submit", "'" + raw["submit"] + "' is not a date-time")
+        issues.add_where(submit_bad, lines, "submit", "'{value}' is not a date-time", raw["submit"])
         out["submit"] = submit
 
     partition = blank_to_na(raw["partition"]) if "partition" in raw else None
