@@ -1,9 +1,93 @@
 from django.urls import path
 
-from frontend import views
+from frontend import import_views, views
+from frontend import inventory_views as inv
 
 app_name = "frontend"
 
+
+def crud(prefix: str, name: str, list_view, detail, create, update, delete) -> list:
+    """The five URLs of one inventory object type."""
+    return [
+        path(f"inventory/{prefix}/", list_view.as_view(), name=f"{name}-list"),
+        path(f"inventory/{prefix}/new/", create.as_view(), name=f"{name}-create"),
+        path(f"inventory/{prefix}/<int:pk>/", detail.as_view(), name=f"{name}-detail"),
+        path(f"inventory/{prefix}/<int:pk>/edit/", update.as_view(), name=f"{name}-update"),
+        path(f"inventory/{prefix}/<int:pk>/delete/", delete.as_view(), name=f"{name}-delete"),
+    ]
+
+
 urlpatterns = [
     path("", views.home, name="home"),
+    path("inventory/", inv.InventoryIndexView.as_view(), name="inventory"),
+    *crud(
+        "sites",
+        "site",
+        inv.SiteListView,
+        inv.SiteDetailView,
+        inv.SiteCreateView,
+        inv.SiteUpdateView,
+        inv.SiteDeleteView,
+    ),
+    *crud(
+        "clusters",
+        "cluster",
+        inv.ClusterListView,
+        inv.ClusterDetailView,
+        inv.ClusterCreateView,
+        inv.ClusterUpdateView,
+        inv.ClusterDeleteView,
+    ),
+    *crud(
+        "pools",
+        "pool",
+        inv.PoolListView,
+        inv.PoolDetailView,
+        inv.PoolCreateView,
+        inv.PoolUpdateView,
+        inv.PoolDeleteView,
+    ),
+    path(
+        "inventory/pools/<int:pk>/node-groups/new/",
+        inv.PoolNodeGroupCreateView.as_view(),
+        name="pool-add-nodegroup",
+    ),
+    *crud(
+        "node-groups",
+        "nodegroup",
+        inv.NodeGroupListView,
+        inv.NodeGroupDetailView,
+        inv.NodeGroupCreateView,
+        inv.NodeGroupUpdateView,
+        inv.NodeGroupDeleteView,
+    ),
+    *crud(
+        "accelerators",
+        "accelerator",
+        inv.AcceleratorListView,
+        inv.AcceleratorDetailView,
+        inv.AcceleratorCreateView,
+        inv.AcceleratorUpdateView,
+        inv.AcceleratorDeleteView,
+    ),
+    path("inventory/import/", import_views.ImportIndexView.as_view(), name="import-index"),
+    path(
+        "inventory/import/<slug:kind>/",
+        import_views.ImportUploadView.as_view(),
+        name="import-upload",
+    ),
+    path(
+        "inventory/import/<slug:kind>/preview/",
+        import_views.ImportPreviewView.as_view(),
+        name="import-preview",
+    ),
+    path(
+        "inventory/import/<slug:kind>/template.<str:fmt>",
+        import_views.ImportTemplateView.as_view(),
+        name="import-template",
+    ),
+    *[
+        path(f"{section}/", views.coming_soon, {"section": section}, name=section)
+        for section in views.COMING_SOON
+    ],
 ]

@@ -1,12 +1,22 @@
-"""Browser pages. Every page requires login."""
+"""Browser pages outside the inventory: the fleet overview and placeholders. All need login."""
 
-from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
+from access.roles import PLANNER, has_role
+from frontend.permissions import role_required
 from inventory.selectors import clusters_with_pools, fleet_totals, pool_totals
 
+# Sections of the app that later issues fill in; the navigation already links to them.
+COMING_SOON = {
+    "analyses": "Analyses",
+    "usage": "Usage",
+    "costs": "Costs",
+    "planner": "Planner",
+    "reports": "Reports",
+}
 
-@login_required
+
+@role_required()
 def home(request):
     clusters = list(clusters_with_pools())
     rows = [
@@ -14,4 +24,10 @@ def home(request):
         for cluster in clusters
         for pool in cluster.pools.all()
     ]
-    return render(request, "frontend/home.html", {"rows": rows, "fleet": fleet_totals()})
+    context = {"rows": rows, "fleet": fleet_totals(), "can_edit": has_role(request.user, PLANNER)}
+    return render(request, "frontend/home.html", context)
+
+
+@role_required()
+def coming_soon(request, section: str):
+    return render(request, "frontend/coming_soon.html", {"section": COMING_SOON[section]})

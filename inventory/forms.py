@@ -9,6 +9,26 @@ from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 ISO_DATE = forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"})
 
 
+# Clearer labels than the models' generated verbose names (units in brackets); the import
+# column help uses them too.
+FIELD_LABELS = {
+    "metered_facility_energy_kwh": "Metered facility energy (kWh)",
+    "metered_it_energy_kwh": "Metered IT energy (kWh)",
+    "assumptions": "Assumption overrides (JSON)",
+    "amortization_years": "Amortization period (years)",
+    "capital_cost_per_card": "Capital cost per card",
+    "rental_price_per_card_hour": "Rental price per card-hour",
+    "planned_utilization": "Planned utilization (0 to 1)",
+    "memory_gb": "Memory (GB)",
+    "memory_bandwidth_tbs": "Memory bandwidth (TB/s)",
+    "tdp_w": "TDP (W)",
+    "intra_node_interconnect_gbs": "Intra-node interconnect (GB/s)",
+    "node_count": "Node count",
+    "mfu": "Measured or entered MFU (0 to 1)",
+    "default_training_mfu": "Default training MFU (0 to 1)",
+}
+
+
 def short_textarea() -> forms.Textarea:
     return forms.Textarea(attrs={"rows": 3})
 
@@ -55,6 +75,7 @@ class SiteForm(AssumptionsFormMixin, forms.ModelForm):
             "assumptions",
             "notes",
         ]
+        labels = FIELD_LABELS
         widgets = {
             "metered_period_start": ISO_DATE,
             "metered_period_end": ISO_DATE,
@@ -82,6 +103,7 @@ class AcceleratorModelForm(forms.ModelForm):
             "confidence",
             "source",
         ]
+        labels = FIELD_LABELS
         widgets = {"source": short_textarea()}
 
 
@@ -101,6 +123,7 @@ class ClusterForm(AssumptionsFormMixin, forms.ModelForm):
             "assumptions",
             "notes",
         ]
+        labels = FIELD_LABELS
         widgets = {
             "commissioned_on": ISO_DATE,
             "assumptions": short_textarea(),
@@ -112,6 +135,7 @@ class PoolForm(AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Pool
         fields = ["cluster", "name", "purpose", "planned_utilization", "assumptions", "notes"]
+        labels = FIELD_LABELS
         widgets = {"assumptions": short_textarea(), "notes": short_textarea()}
 
     def __init__(self, *args, **kwargs):
@@ -128,6 +152,7 @@ class NodeGroupForm(forms.ModelForm):
     class Meta:
         model = NodeGroup
         fields = ["pool", "name", "accelerator", "node_count", "cards_per_node", "mfu"]
+        labels = FIELD_LABELS
 
     def __init__(self, *args, fixed_pool: Pool | None = None, **kwargs):
         super().__init__(*args, **kwargs)

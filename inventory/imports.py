@@ -30,6 +30,7 @@ import pandas as pd
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, models, transaction
 
+from inventory.forms import FIELD_LABELS
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 MAX_ROWS = 5000
@@ -680,9 +681,11 @@ def _meaning(kind: ImportKind, column: str) -> str:
     if isinstance(model_field, models.ForeignKey):
         return "Catalog name of the accelerator model, e.g. H100 SXM5 80GB."
     if column == "name":
-        key = " + ".join((*kind.parent_columns, "name"))
-        return f"Name; {key} identify the row, so importing it again updates it."
-    label = str(model_field.verbose_name)
+        if not kind.parent_columns:
+            return "Name; it identifies the row, so importing it again updates that object."
+        key = " + ".join(kind.parent_columns)
+        return f"Name; with {key} it identifies the row, so importing it again updates it."
+    label = FIELD_LABELS.get(column, str(model_field.verbose_name))
     parts = [label[:1].upper() + label[1:] + "."]
     if model_field.choices:
         parts.append("One of: " + ", ".join(str(v) for v, _ in model_field.choices) + ".")
@@ -691,7 +694,7 @@ def _meaning(kind: ImportKind, column: str) -> str:
     elif isinstance(model_field, models.DateField):
         parts.append("Date as YYYY-MM-DD.")
     elif isinstance(model_field, models.JSONField):
-        parts.append('A JSON object, e.g. {"mtbf_card_h": 30000}.')
+        parts.append("A JSON object.")
     if model_field.help_text:
         parts.append(str(model_field.help_text))
     return " ".join(parts)

@@ -1,0 +1,446 @@
+"""Inventory pages: list, detail, create, edit and delete for each object type.
+
+Lists and details read through `inventory.selectors`, so the number of queries per page is
+constant however many rows there are. Forms are ModelForms: the models' clean() rules apply.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.utils import NestedObjects
+from django.db import router
+from django.db.models import Count, ProtectedError
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views.generic import CreateView, DeleteView, DetailView, ListView, TemplateView
+from django.views.generic.edit import UpdateView
+
+from frontend import filters
+from frontend.permissions import PlannerRequiredMixin, RoleRequiredMixin
+from frontend.templatetags.fleetwise_ui import detail_url_of
+from inventory.forms import (
+    AcceleratorModelForm,
+    ClusterForm,
+    NodeGroupForm,
+    PoolForm,
+    SiteForm,
+)
+from inventory.imports import KINDS
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.selectors import (
+    cluster_totals_prefetched,
+    clusters_with_pools,
+    fleet_totals,
+    node_groups_queryset,
+    pool_totals,
+    pools_with_node_groups,
+    site_totals_prefetched,
+    sites_with_clusters,
+)
+
+LIST_URL_NAMES = {
+    Site: "frontend:site-list",
+    Cluster: "frontend:cluster-list",
+    Pool: "frontend:pool-list",
+    NodeGroup: "frontend:nodegroup-list",
+    AcceleratorModel: "frontend:accelerator-list",
+}
+IMPORT_KIND_OF = {
+    Site: "sites",
+    Cluster: "clusters",
+    Pool: "pools",
+    NodeGroup: "node-groups",
+    AcceleratorModel: "accelerators",
+}
+
+SECTION_TITLES = {AcceleratorModel: "Card catalog"}
+
+
+def node_groups_with_path():
+    return node_groups_queryset().select_related("pool__cluster__site")
+
+
+class InventoryContextMixin:
+    """Names and links every inventory page shows (title, list link, import kind)."""
+
+    model = None
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        meta = self.model._meta
+        context.update(
+            section_title=SECTION_TITLES.get(self.model, meta.verbose_name_plural.capitalize()),
+            verbose_name=meta.verbose_name,
+            verbose_name_plural=meta.verbose_name_plural,
+            list_url=reverse(LIST_URL_NAMES[self.model]),
+            create_url=reverse(LIST_URL_NAMES[self.model].replace("-list", "-create")),
+            import_kind=KINDS[IMPORT_KIND_OF[self.model]],
+        )
+        return context
+
+
+# --- Overview -----------------------------------------------------------------------------------
+
+
+class InventoryIndexView(RoleRequiredMixin, TemplateView):
+    template_name = "frontend/inventory/index.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["sections"] = [
+            (model._meta.verbose_name_plural, reverse(url_name), model.objects.count())
+            for model, url_name in LIST_URL_NAMES.items()
+        ]
+        context["fleet"] = fleet_totals()
+        return context
+
+
+# --- Lists --------------------------------------------------------------------------------------
+
+
+class InventoryListView(InventoryContextMixin, RoleRequiredMixin, ListView):
+    paginate_by = 50
+    filterset_class = None
+
+    def base_queryset(self):
+        return self.model.objects.all()
+
+    def get_queryset(self):
+        self.filterset = self.filterset_class(
+            self.request.GET or None, queryset=self.base_queryset(), request=self.request
+        )
+        return self.filterset.qs
+
+    def totals(self, obj):
+        return None
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["filter"] = self.filterset
+        context["is_filtered"] = bool(self.filterset.is_bound and self.filterset.form.has_changed())
+        context["rows"] = [(obj, self.totals(obj)) for obj in context["object_list"]]
+        return context
+
+
+class SiteListView(InventoryListView):
+    model = Site
+    template_name = "frontend/inventory/site_list.html"
+    filterset_class = filters.SiteListFilter
+
+    def base_queryset(self):
+        return sites_with_clusters()
+
+    def totals(self, site):
+        return site_totals_prefetched(site)
+
+
+class ClusterListView(InventoryListView):
+    model = Cluster
+    template_name = "frontend/inventory/cluster_list.html"
+    filterset_class = filters.ClusterListFilter
+
+    def base_queryset(self):
+        return clusters_with_pools()
+
+    def totals(self, cluster):
+        return cluster_totals_prefetched(cluster)
+
+
+class PoolListView(InventoryListView):
+    model = Pool
+    template_name = "frontend/inventory/pool_list.html"
+    filterset_class = filters.PoolListFilter
+
+    def base_queryset(self):
+        return pools_with_node_groups()
+
+    def totals(self, pool):
+        return pool_totals(pool)
+
+
+class NodeGroupListView(InventoryListView):
+    model = NodeGroup
+    template_name = "frontend/inventory/nodegroup_list.html"
+    filterset_class = filters.NodeGroupListFilter
+
+    def base_queryset(self):
+        return node_groups_with_path().order_by(
+            "pool__cluster__site__name", "pool__cluster__name", "pool__name", "name"
+        )
+
+
+class AcceleratorListView(InventoryListView):
+    model = AcceleratorModel
+    template_name = "frontend/inventory/accelerator_list.html"
+    filterset_class = filters.AcceleratorListFilter
+    paginate_by = 100
+
+    def base_queryset(self):
+        # Grouped queries ignore Meta.ordering, so order explicitly.
+        queryset = AcceleratorModel.objects.annotate(node_group_count=Count("node_groups"))
+        return queryset.order_by("vendor", "name")
+
+
+# --- Details ------------------------------------------------------------------------------------
+
+
+class InventoryDetailView(InventoryContextMixin, RoleRequiredMixin, DetailView):
+    pass
+
+
+class SiteDetailView(InventoryDetailView):
+    model = Site
+    template_name = "frontend/inventory/site_detail.html"
+
+    def get_queryset(self):
+        return sites_with_clusters()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        site = self.object
+        context["totals"] = site_totals_prefetched(site)
+        context["cluster_rows"] = [(c, cluster_totals_prefetched(c)) for c in site.clusters.all()]
+        return context
+
+
+class ClusterDetailView(InventoryDetailView):
+    model = Cluster
+    template_name = "frontend/inventory/cluster_detail.html"
+
+    def get_queryset(self):
+        return clusters_with_pools()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        cluster = self.object
+        context["totals"] = cluster_totals_prefetched(cluster)
+        context["pool_rows"] = [(pool, pool_totals(pool)) for pool in cluster.pools.all()]
+        return context
+
+
+class PoolDetailView(InventoryDetailView):
+    model = Pool
+    template_name = "frontend/inventory/pool_detail.html"
+
+    def get_queryset(self):
+        return pools_with_node_groups()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["totals"] = pool_totals(self.object)
+        if context["can_edit"]:
+            context["node_group_form"] = NodeGroupForm(fixed_pool=self.object)
+        return context
+
+
+class NodeGroupDetailView(InventoryDetailView):
+    model = NodeGroup
+    template_name = "frontend/inventory/nodegroup_detail.html"
+
+    def get_queryset(self):
+        return node_groups_with_path()
+
+
+class AcceleratorDetailView(InventoryDetailView):
+    model = AcceleratorModel
+    template_name = "frontend/inventory/accelerator_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        groups = list(node_groups_with_path().filter(accelerator=self.object))
+        context["node_groups"] = groups
+        context["cards_in_use"] = sum(group.cards for group in groups)
+        return context
+
+
+# --- Create and edit ----------------------------------------------------------------------------
+
+
+class InventoryFormMixin(InventoryContextMixin, PlannerRequiredMixin):
+    template_name = "frontend/inventory/form.html"
+
+    def get_success_url(self) -> str:
+        return detail_url_of(self.object)
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        verb = "Saved" if self.is_update else "Added"
+        messages.success(self.request, f"{verb} {self.model._meta.verbose_name} “{self.object}”.")
+        return response
+
+    @property
+    def is_update(self) -> bool:
+        return isinstance(self, UpdateView)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        name = self.model._meta.verbose_name
+        context["title"] = f"Edit {name} {self.object}" if self.is_update else f"New {name}"
+        context["cancel_url"] = (
+            detail_url_of(self.object) if self.is_update else context["list_url"]
+        )
+        return context
+
+
+class InitialFromQueryMixin:
+    """Pre-select a parent given in the query string, e.g. /clusters/new/?site=3."""
+
+    initial_from_query: tuple[str, ...] = ()
+
+    def get_initial(self):
+        initial = super().get_initial()
+        for name in self.initial_from_query:
+            value = self.request.GET.get(name, "")
+            if value.isdigit():
+                initial[name] = int(value)
+        return initial
+
+
+class SiteCreateView(InventoryFormMixin, CreateView):
+    model = Site
+    form_class = SiteForm
+
+
+class SiteUpdateView(InventoryFormMixin, UpdateView):
+    model = Site
+    form_class = SiteForm
+
+
+class ClusterCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView):
+    model = Cluster
+    form_class = ClusterForm
+    initial_from_query = ("site",)
+
+
+class ClusterUpdateView(InventoryFormMixin, UpdateView):
+    model = Cluster
+    form_class = ClusterForm
+
+
+class PoolCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView):
+    model = Pool
+    form_class = PoolForm
+    initial_from_query = ("cluster",)
+
+
+class PoolUpdateView(InventoryFormMixin, UpdateView):
+    model = Pool
+    form_class = PoolForm
+
+
+class NodeGroupCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView):
+    model = NodeGroup
+    form_class = NodeGroupForm
+    initial_from_query = ("pool", "accelerator")
+
+
+class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
+    """Add a node group to the pool in the URL (the form on the pool page posts here)."""
+
+    model = NodeGroup
+    form_class = NodeGroupForm
+
+    def get_pool(self) -> Pool:
+        if not hasattr(self, "_pool"):
+            queryset = Pool.objects.select_related("cluster__site")
+            self._pool = get_object_or_404(queryset, pk=self.kwargs["pk"])
+        return self._pool
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "fixed_pool": self.get_pool()}
+
+    def get_success_url(self) -> str:
+        return detail_url_of(self.get_pool())
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        pool = self.get_pool()
+        context["title"] = f"Add a node group to pool {pool.cluster.site.name} / {pool}"
+        context["cancel_url"] = detail_url_of(pool)
+        return context
+
+
+class NodeGroupUpdateView(InventoryFormMixin, UpdateView):
+    model = NodeGroup
+    form_class = NodeGroupForm
+
+
+class AcceleratorCreateView(InventoryFormMixin, CreateView):
+    model = AcceleratorModel
+    form_class = AcceleratorModelForm
+
+
+class AcceleratorUpdateView(InventoryFormMixin, UpdateView):
+    model = AcceleratorModel
+    form_class = AcceleratorModelForm
+
+
+# --- Delete -------------------------------------------------------------------------------------
+
+
+def describe_protected(obj, exc: ProtectedError) -> str:
+    blockers = sorted({str(o) for o in exc.protected_objects})
+    shown = ", ".join(blockers[:10]) + (
+        f" and {len(blockers) - 10} more" if len(blockers) > 10 else ""
+    )
+    kind = next(iter(exc.protected_objects))._meta.verbose_name_plural
+    return (
+        f"“{obj}” cannot be deleted: {len(blockers)} {kind} still use it ({shown}). "
+        "Delete or change those first."
+    )
+
+
+class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteView):
+    template_name = "frontend/inventory/confirm_delete.html"
+
+    def get_success_url(self) -> str:
+        return reverse(LIST_URL_NAMES[self.model])
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        collector = NestedObjects(using=router.db_for_write(self.model))
+        collector.collect([self.object])
+        context["protected"] = sorted({str(obj) for obj in collector.protected})
+        context["protected_kind"] = (
+            next(iter(collector.protected))._meta.verbose_name_plural if collector.protected else ""
+        )
+        context["also_deleted"] = [
+            (model._meta.verbose_name_plural, len(objs))
+            for model, objs in collector.model_objs.items()
+            if model is not self.model and objs
+        ]
+        return context
+
+    def form_valid(self, form):
+        label = str(self.object)
+        try:
+            self.object.delete()
+        except ProtectedError as exc:
+            messages.error(self.request, describe_protected(self.object, exc))
+            return HttpResponseRedirect(detail_url_of(self.object))
+        messages.success(self.request, f"Deleted {self.model._meta.verbose_name} “{label}”.")
+        return HttpResponseRedirect(self.get_success_url())
+
+
+class SiteDeleteView(InventoryDeleteView):
+    model = Site
+
+
+class ClusterDeleteView(InventoryDeleteView):
+    model = Cluster
+
+
+class PoolDeleteView(InventoryDeleteView):
+    model = Pool
+
+
+class NodeGroupDeleteView(InventoryDeleteView):
+    model = NodeGroup
+
+    def get_success_url(self) -> str:
+        return reverse("frontend:pool-detail", args=[self.object.pool_id])
+
+
+class AcceleratorDeleteView(InventoryDeleteView):
+    model = AcceleratorModel
