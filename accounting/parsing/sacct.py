@@ -175,6 +175,7 @@ def iter_sacct_chunks(
         with open_source(source) as (stream, total_bytes):
             layout: _Layout | None = None
             carry: pd.DataFrame | None = None
+            total_read = lines_read = 0
             blocks = iter_record_blocks(
                 stream, delimiter=delimiter, quotechar=None, records_per_block=chunk_lines
             )
@@ -190,19 +191,20 @@ def iter_sacct_chunks(
                     frame = pd.concat([carry, frame], ignore_index=True)
                 frame, carry = _split_trailing_job(frame)
                 chunk = context.process(frame)
+                deliver = not issues and len(chunk) > 0
+                records_emitted += len(chunk) if deliver else 0
+                total_read, lines_read = block.bytes_read, block.lines_read
                 if progress is not None:
-                    progress(
-                        ParseProgress(
-                            block.bytes_read, block.lines_read, records_emitted, total_bytes
-                        )
-                    )
-                if not issues and len(chunk):
-                    records_emitted += len(chunk)
+                    progress(ParseProgress(total_read, lines_read, records_emitted, total_bytes))
+                if deliver:
                     yield chunk
             if carry is not None and len(carry):
                 chunk = context.process(carry)
-                if not issues and len(chunk):
-                    records_emitted += len(chunk)
+                deliver = not issues and len(chunk) > 0
+                records_emitted += len(chunk) if deliver else 0
+                if progress is not None and layout is not None:
+                    progress(ParseProgress(total_read, lines_read, records_emitted, total_bytes))
+                if deliver:
                     yield chunk
     except TooManyIssues:
         raise issues.error(truncated=True) from None

@@ -124,12 +124,13 @@ def iter_sreport_chunks(
                     _apply_period(header, period_start, period_end, timezone, issues)
                     stats.time_unit = header.time_unit
                 chunk = _read_rows(block, header, skip_until, alias_table, issues, stats)
+                deliver = not issues and len(chunk) > 0
+                emitted += len(chunk) if deliver else 0
                 if progress is not None:
                     progress(
                         ParseProgress(block.bytes_read, block.lines_read, emitted, total_bytes)
                     )
-                if not issues and len(chunk):
-                    emitted += len(chunk)
+                if deliver:
                     stats.rows += len(chunk)
                     yield chunk
             if header is None:

@@ -169,12 +169,13 @@ def iter_csv_chunks(
                     quoting=csv.QUOTE_MINIMAL,
                 )
                 chunk = _table_to_records(raw, block.record_lines[good], options, issues, stats)
+                deliver = not issues and len(chunk) > 0
+                emitted += len(chunk) if deliver else 0
                 if progress is not None:
                     progress(
                         ParseProgress(block.bytes_read, block.lines_read, emitted, total_bytes)
                     )
-                if not issues and len(chunk):
-                    emitted += len(chunk)
+                if deliver:
                     yield chunk
             if names is None:
                 issues.add(1, "cluster", "empty file: no header row")
@@ -230,10 +231,11 @@ def iter_xlsx_chunks(
             )
             buffer.clear()
             buffer_rows.clear()
+            deliver = not issues and len(chunk) > 0
+            emitted += len(chunk) if deliver else 0
             if progress is not None:
                 progress(ParseProgress(0, rows_read, emitted, None))
-            if not issues and len(chunk):
-                emitted += len(chunk)
+            if deliver:
                 yield chunk
 
         try:

@@ -262,9 +262,12 @@ def measured_utilization(
     by = list(by)
     if "cluster" not in inventory:
         raise ValueError("inventory needs a cluster column")
-    missing = [key for key in by if key not in usage and key not in inventory]
+    missing = [key for key in by if key not in usage]
     if missing:
-        raise ValueError(f"grouping column(s) {missing} are in neither usage nor inventory")
+        raise ValueError(
+            f"usage has no column {missing}: every grouping column must be on the usage records "
+            "(map partitions to pools before calling)"
+        )
     edges = bucket_edges(period_start, period_end, frequency, tz)
     inventory_keys = ["cluster", *[key for key in by if key in inventory and key != "cluster"]]
     team_keys = [key for key in by if key not in inventory]

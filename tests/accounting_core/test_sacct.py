@@ -295,3 +295,25 @@ def test_chunk_boundaries_do_not_change_the_result(chunk_lines):
     pd.testing.assert_frame_equal(got, expected)
     assert all(len(chunk) for chunk in chunked)
     assert np.isclose(got["card_hours"].sum(), expected["card_hours"].sum())
+
+
+def test_header_less_parsable_output_with_trailing_pipe():
+    line = (
+        "77|77|beta|gpu|t|u|2024-01-01T00:00:00|2024-01-01T01:00:00|2024-01-01T02:00:00|01:00:00|"
+        "COMPLETED|1|gres/gpu:a100_80g=4,gres/gpu=4|n1|\n"
+    )
+    frame = read_sacct(as_source(line))
+    assert (frame.loc[0, "accelerator_model"], frame.loc[0, "cards"]) == ("A100 SXM4 80GB", 4.0)
+
+
+def test_progress_counts_records_delivered():
+    seen = []
+    chunks = list(
+        iter_sacct_chunks(
+            as_source(sacct_text()),
+            chunk_lines=5,
+            partition_models=PARTITION_MODELS,
+            progress=seen.append,
+        )
+    )
+    assert seen[-1].records_emitted == sum(len(chunk) for chunk in chunks) == 12
