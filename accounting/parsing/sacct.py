@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -72,7 +72,7 @@ from accounting.parsing.fields import (
     parse_numbers,
     parse_slurm_times,
 )
-from accounting.parsing.schema import SCHEDULER_STATES, conform_usage_frame
+from accounting.parsing.schema import SCHEDULER_STATES, conform_usage_frame, empty_usage_frame
 
 DEFAULT_SACCT_COLUMNS: tuple[str, ...] = (
     "JobID",
@@ -186,7 +186,9 @@ def iter_sacct_chunks(
                         continue
                 else:
                     header_index = -1
-                frame = _read_block(block, layout, header_index, delimiter, issues, stats)
+                frame = _read_block(
+                    block, layout, header_index, delimiter, issues, stats, context.rejected_jobs
+                )
                 if carry is not None:
                     frame = pd.concat([carry, frame], ignore_index=True)
                 frame, carry = _split_trailing_job(frame)
@@ -214,8 +216,6 @@ def iter_sacct_chunks(
 
 def read_sacct(source: UsageSource, **options: object) -> pd.DataFrame:
     """Whole-file convenience for small inputs and tests: concatenated chunks."""
-    from accounting.parsing.schema import empty_usage_frame
-
     chunks = list(iter_sacct_chunks(source, **options))  # type: ignore[arg-type]
     return pd.concat(chunks, ignore_index=True) if chunks else empty_usage_frame()
 
@@ -282,8 +282,13 @@ def _read_block(
     delimiter: str,
     issues: IssueCollector,
     stats: SacctStats,
+    rejected_jobs: set[str],
 ) -> pd.DataFrame:
-    """Reject wrong field counts by line, then parse the good records as strings."""
+    """Reject wrong field counts by line, then parse the good records as strings.
+
+    The job ids of rejected lines go to ``rejected_jobs`` so their steps are not reported
+    a second time as strays.
+    """
     blank = block.blank
     stats.blank_lines += int(blank.sum())
     keep = ~blank
@@ -292,9 +297,13 @@ def _read_block(
     wrong = keep & (block.field_counts != layout.field_count)
     if wrong.any():
         expected = layout.field_count
+        jobid_at = layout.names.index("jobid")
         for position in np.flatnonzero(wrong)[: issues.max_errors]:
             found = int(block.field_counts[position])
             line = int(block.record_lines[position])
+            fields = block.record_text(int(position)).split(delimiter)
+            if jobid_at < len(fields):
+                rejected_jobs.add(fields[jobid_at].strip())
             if found < expected:
                 column = layout.labels[found] or str(found + 1)
                 issues.add(line, column, f"missing field: line has {found} of {expected} fields")
@@ -335,6 +344,7 @@ class _ChunkContext:
     as_of: datetime | None
     issues: IssueCollector
     stats: SacctStats
+    rejected_jobs: set[str] = field(default_factory=set)
 
     def process(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Fold steps into jobs, validate, and build the usage records of one chunk."""
@@ -356,6 +366,9 @@ class _ChunkContext:
         allocation_base = base_label[~is_step]
         owner = allocation_base[np.maximum(group - 1, 0)] if len(allocation_base) else base_label
         stray = is_step & (group > 0) & (base_label != owner)
+        if stray.any() and self.rejected_jobs:
+            # Steps of a line already rejected for its field count: one error is enough.
+            stray &= ~np.isin(base_label, list(self.rejected_jobs))
         issues.add_where(
             stray,
             lines,

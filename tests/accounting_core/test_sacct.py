@@ -317,3 +317,20 @@ def test_progress_counts_records_delivered():
         )
     )
     assert seen[-1].records_emitted == sum(len(chunk) for chunk in chunks) == 12
+
+
+def test_steps_of_a_rejected_line_are_not_reported_again():
+    text = "\n".join(
+        [
+            "JobID|Cluster|Start|End|State|AllocTRES",
+            "1|c|2024-01-01T00:00:00|2024-01-01T01:00:00|COMPLETED|gres/gpu=8",
+            "2|c|2024-01-01T00:00:00|2024-01-01T01:00:00|COMPLETED",
+            "2.batch|c|2024-01-01T00:00:00|2024-01-01T01:00:00|COMPLETED|",
+            "2.0|c|2024-01-01T00:00:00|2024-01-01T01:00:00|COMPLETED|gres/gpu=8",
+        ]
+    )
+    with pytest.raises(UsageValidationError) as raised:
+        read_sacct(as_source(text))
+    assert [str(issue) for issue in raised.value.issues] == [
+        "line 3, column AllocTRES: missing field: line has 5 of 6 fields"
+    ]
