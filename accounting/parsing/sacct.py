@@ -236,7 +236,7 @@ def _detect_layout(
     if len(non_blank) == 0:
         return None, -1
     first = int(non_blank[0])
-    fields = block.record_text(first).split(delimiter)
+    fields = block.record_text(first).lstrip("\ufeff").split(delimiter)
     if _looks_like_header(fields):
         header_present = True
         labels = [field.strip() for field in fields]

@@ -292,14 +292,14 @@ def measured_utilization(
     allocated = allocated_by_bucket(usage, edges, fine_keys, lost_state_weights)
     if team_keys:
         # Teams: their share of the scope's downtime, in proportion to allocated hours.
-        scope_allocated = allocated.groupby([*inventory_keys, "_bucket"])[
-            "allocated_card_hours"
-        ].transform("sum")
         allocated = allocated.merge(
             capacity[[*inventory_keys, "_bucket", "down_card_hours"]],
             on=[*inventory_keys, "_bucket"],
             how="left",
         )
+        scope_allocated = allocated.groupby([*inventory_keys, "_bucket"], dropna=False)[
+            "allocated_card_hours"
+        ].transform("sum")
         with np.errstate(divide="ignore", invalid="ignore"):
             team_share = (allocated["allocated_card_hours"] / scope_allocated).fillna(0.0)
         allocated["down_card_hours"] = allocated["down_card_hours"].fillna(0.0) * team_share
