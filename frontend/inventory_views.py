@@ -6,6 +6,8 @@ constant however many rows there are. Forms are ModelForms: the models' clean() 
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from django.contrib import messages
 from django.contrib.admin.utils import NestedObjects
 from django.db import router
@@ -379,16 +381,17 @@ class AcceleratorUpdateView(InventoryFormMixin, UpdateView):
 # --- Delete -------------------------------------------------------------------------------------
 
 
-def describe_protected(obj, exc: ProtectedError) -> str:
-    blockers = sorted({str(o) for o in exc.protected_objects})
-    shown = ", ".join(blockers[:10]) + (
-        f" and {len(blockers) - 10} more" if len(blockers) > 10 else ""
-    )
-    kind = next(iter(exc.protected_objects))._meta.verbose_name_plural
-    return (
-        f"“{obj}” cannot be deleted: {len(blockers)} {kind} still use it ({shown}). "
-        "Delete or change those first."
-    )
+def describe_blockers(objects) -> list[str]:
+    """Protected objects grouped by type, e.g. ["2 node groups (a100-nodes, h100-nodes)"]."""
+    names_by_meta = defaultdict(set)
+    for obj in objects:
+        names_by_meta[obj._meta].add(str(obj))
+    parts = []
+    for meta, names in names_by_meta.items():
+        label = meta.verbose_name if len(names) == 1 else meta.verbose_name_plural
+        shown = ", ".join(sorted(names)[:10]) + (" …" if len(names) > 10 else "")
+        parts.append(f"{len(names)} {label} ({shown})")
+    return parts
 
 
 class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteView):
@@ -401,12 +404,12 @@ class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteVie
         context = super().get_context_data(**kwargs)
         collector = NestedObjects(using=router.db_for_write(self.model))
         collector.collect([self.object])
-        context["protected"] = sorted({str(obj) for obj in collector.protected})
-        context["protected_kind"] = (
-            next(iter(collector.protected))._meta.verbose_name_plural if collector.protected else ""
-        )
+        context["blockers"] = describe_blockers(collector.protected)
         context["also_deleted"] = [
-            (model._meta.verbose_name_plural, len(objs))
+            (
+                len(objs),
+                model._meta.verbose_name if len(objs) == 1 else model._meta.verbose_name_plural,
+            )
             for model, objs in collector.model_objs.items()
             if model is not self.model and objs
         ]
@@ -417,7 +420,9 @@ class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteVie
         try:
             self.object.delete()
         except ProtectedError as exc:
-            messages.error(self.request, describe_protected(self.object, exc))
+            blockers = " and ".join(describe_blockers(exc.protected_objects))
+            message = f"“{label}” cannot be deleted: it is still used by {blockers}. "
+            messages.error(self.request, message + "Delete or change those first.")
             return HttpResponseRedirect(detail_url_of(self.object))
         messages.success(self.request, f"Deleted {self.model._meta.verbose_name} “{label}”.")
         return HttpResponseRedirect(self.get_success_url())

@@ -307,6 +307,7 @@ def parse_text(text: str) -> ParsedTable:
             dtype=str,
             keep_default_na=False,
             skipinitialspace=True,
+            skip_blank_lines=False,  # keep row numbers equal to the file's lines
         )
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise ImportFileError(f"Could not read the rows: {exc}") from exc
