@@ -98,3 +98,64 @@ class AnalysisPart(models.Model):
 
     def __str__(self) -> str:
         return f"part of analysis {self.analysis_id} for cluster {self.cluster_id}"
+
+
+class Plan(models.Model):
+    """A stored capacity plan: a training workload evaluated over many options by a worker.
+
+    Same run discipline as Analysis: a task writes only while its `run_id` is current, and a
+    failed run keeps the last successful `results` and records why in `error`.
+    """
+
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="plans",
+        help_text="Only the owner or an administrator may change, recompute or delete it.",
+    )
+    workload = models.JSONField(help_text="TrainingWorkload inputs: model_params, tokens, ...")
+    options_spec = models.JSONField(
+        help_text="Card models by catalog name or id, card counts or deadlines, sites by "
+        "inventory id or explicit figures, existing pool ids."
+    )
+    overrides = models.JSONField(
+        default=dict, blank=True, help_text="Factor and reliability overrides for every option."
+    )
+    levers = models.JSONField(
+        default=list, blank=True, help_text="Improvement levers with one-off costs, for payback."
+    )
+    status = models.CharField(
+        max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.QUEUED
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
+    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    error = models.TextField(blank=True)
+    summary = models.JSONField(
+        null=True, blank=True, help_text="Headline of the last result (kept small for lists)."
+    )
+    results = models.JSONField(
+        null=True, blank=True, help_text="The last successful result; a failed run keeps it."
+    )
+    input_snapshot = models.JSONField(
+        null=True, blank=True, help_text="The option rows (inventory figures) the result used."
+    )
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"
+    )
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    succeeded_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        indexes = [models.Index(fields=["owner", "status"])]
+
+    def __str__(self) -> str:
+        return self.name
