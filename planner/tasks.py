@@ -104,3 +104,27 @@ def finalize_analysis(analysis_id: int, run_id: str) -> dict:
     except Exception as exc:
         _fail_on_error(analysis_id, run_id, exc)
         return {"failed": str(exc)}
+
+
+@shared_task(name="planner.compute_plan", **TASK_OPTIONS)
+def compute_plan(plan_id: int, run_id: str) -> dict:
+    """Evaluate a capacity plan's options, rank them, and store results with progress."""
+    from planner import plans  # imported here so this task stays an append-only addition
+
+    plan = plans.current_run(plan_id, run_id).first()
+    if plan is None:
+        return {"skipped": "superseded or deleted"}
+    if not plans.mark_running(plan_id, run_id):
+        return {"skipped": "already finished"}
+    try:
+        results, summary, snapshot = plans.compute(
+            plan, on_progress=lambda percent: plans.record_progress(plan_id, run_id, percent)
+        )
+        plans.finish(plan_id, run_id, results=results, summary=summary, snapshot=snapshot)
+        return {"plan_id": plan_id, "options": summary["options"]}
+    except Exception as exc:
+        if isinstance(exc, TRANSIENT):
+            raise  # Celery retries these
+        logger.exception("plan %s run %s failed", plan_id, run_id)
+        plans.fail(plan_id, run_id, f"{type(exc).__name__}: {exc}")
+        return {"failed": str(exc)}
