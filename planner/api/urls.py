@@ -20,3 +20,21 @@ urlpatterns = [
         name="estimate-utilization",
     ),
 ]
+
+# Capacity plans and the training estimate (planner.api.plan_views). A SimpleRouter, so the
+# DefaultRouter above keeps the only API root view.
+from rest_framework.routers import SimpleRouter  # noqa: E402
+
+from planner.api import plan_views  # noqa: E402
+
+plan_router = SimpleRouter()
+plan_router.register("plans", plan_views.PlanViewSet, basename="plan")
+
+urlpatterns += [
+    *plan_router.urls,
+    path(
+        "estimates/training/",
+        plan_views.TrainingEstimateView.as_view(),
+        name="estimate-training",
+    ),
+]

@@ -1,0 +1,475 @@
+"""Capacity planner API: plan inputs and outputs, and the training estimate's input and output.
+
+Serializers check the shape and ranges of each field (400 naming it); checks against the
+inventory and the engine (unknown site, a column the engine refuses) are in planner.plans.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rest_framework import serializers
+
+from inventory.api.serializers import AcceleratorField
+from inventory.models import AcceleratorModel
+from planner.engine.capacity import DEFAULT_MAX_CARDS, K_ERROR
+from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from planner.engine.memory import ACTIVATION_RECOMPUTE_MODES
+from planner.models import Plan
+from planner.plans import can_edit
+
+MAX_LIST_ITEMS = 200  # card counts or deadlines in one plan
+MAX_CHOICES = 50  # card models, sites or pools in one plan
+MAX_LEVERS = 10
+K_MESSAGE = f"Must be 6 or 8 ({K_ERROR})."
+
+
+def _finite(value: float) -> None:
+    if not math.isfinite(value):
+        raise serializers.ValidationError("Must be a finite number.")
+
+
+def _positive(value: float) -> None:
+    _finite(value)
+    if value <= 0:
+        raise serializers.ValidationError("Must be positive.")
+
+
+def _share(value: float) -> None:
+    _finite(value)
+    if not 0 < value <= 1:
+        raise serializers.ValidationError("Must be in (0, 1].")
+
+
+def positive_float(**kwargs) -> serializers.FloatField:
+    return serializers.FloatField(validators=[_positive], **kwargs)
+
+
+def share_float(**kwargs) -> serializers.FloatField:
+    return serializers.FloatField(validators=[_share], **kwargs)
+
+
+def non_negative_float(**kwargs) -> serializers.FloatField:
+    return serializers.FloatField(min_value=0, validators=[_finite], **kwargs)
+
+
+def _either_or(attrs: dict, first: str, second: str) -> None:
+    if attrs.get(first) is not None and attrs.get(second) is not None:
+        raise serializers.ValidationError({first: f"Give {first} or {second}, not both."})
+
+
+# --------------------------------------------------------------------------------------------
+# Plan inputs
+# --------------------------------------------------------------------------------------------
+
+
+class WorkloadSerializer(serializers.Serializer):
+    """The training goal (TrainingWorkload inputs; docs/capacity-planning.md §1)."""
+
+    model_params = positive_float(help_text="Parameters N.")
+    tokens = positive_float(required=False, allow_null=True, help_text="Training tokens D.")
+    total_flops = positive_float(required=False, allow_null=True, help_text="Instead of tokens.")
+    flops_per_param_token = serializers.ChoiceField(
+        choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
+    )
+    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
+    seq_len = serializers.IntegerField(min_value=1, default=2048)
+    global_batch_sequences = serializers.IntegerField(min_value=1, default=1536)
+    micro_batch = serializers.IntegerField(min_value=1, default=1)
+    zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
+    recompute = serializers.ChoiceField(
+        choices=list(ACTIVATION_RECOMPUTE_MODES), required=False, allow_null=True
+    )
+    sequence_parallel = serializers.BooleanField(default=True)
+    tp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    pp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    dp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    layers = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    hidden_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    attention_heads = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    usable_memory_share = share_float(default=0.9)
+
+    def validate(self, attrs):
+        if attrs.get("tokens") is None and attrs.get("total_flops") is None:
+            raise serializers.ValidationError({"tokens": "Give tokens or total_flops."})
+        shape = [attrs.get(k) for k in ("layers", "hidden_size", "attention_heads")]
+        if any(shape) and not all(shape):
+            raise serializers.ValidationError(
+                {"layers": "Give layers, hidden_size and attention_heads together, or none."}
+            )
+        if attrs["micro_batch"] > attrs["global_batch_sequences"]:
+            raise serializers.ValidationError(
+                {"micro_batch": "Must not exceed global_batch_sequences."}
+            )
+        return attrs
+
+
+class CatalogKeyField(serializers.Field):
+    """A card model by its catalog name or id (resolved in one query by the service)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (str, int)):
+            raise serializers.ValidationError("Give a catalog name or id.")
+        if isinstance(data, int) or data.isdigit():
+            if int(data) < 1:
+                raise serializers.ValidationError("An id is a whole number >= 1.")
+            return int(data)
+        if not data.strip():
+            raise serializers.ValidationError("Give a catalog name or id.")
+        return data.strip()
+
+    def to_representation(self, value):
+        return value
+
+
+class ExplicitSiteSerializer(serializers.Serializer):
+    """A site that is not in the inventory: its energy figures entered directly."""
+
+    name = serializers.CharField(max_length=100)
+    cooling_type = serializers.ChoiceField(choices=list(COOLING_TYPES), required=False)
+    pue = serializers.FloatField(
+        min_value=1.0, required=False, allow_null=True, help_text="Default: the cooling's."
+    )
+    tariff_per_kwh = non_negative_float(default=0.0)
+    grid_carbon_g_per_kwh = non_negative_float(default=0.0)
+    currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
+
+
+class SiteEntryField(serializers.Field):
+    """A site by inventory id, or an explicit {name, pue, tariff_per_kwh, ...} object."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            site = ExplicitSiteSerializer(data=data)
+            site.is_valid(raise_exception=True)
+            return dict(site.validated_data)
+        if isinstance(data, bool) or not isinstance(data, (int, str)) or not str(data).isdigit():
+            raise serializers.ValidationError("Give a site id or an object with the site figures.")
+        if int(data) < 1:
+            raise serializers.ValidationError("A site id is a whole number >= 1.")
+        return int(data)
+
+    def to_representation(self, value):
+        return value
+
+
+def _unique(values: list) -> list:
+    seen: list = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+class OptionsSpecSerializer(serializers.Serializer):
+    """Which options to evaluate (docs/capacity-planning.md; the plan API section)."""
+
+    accelerators = serializers.ListField(
+        child=CatalogKeyField(), required=False, max_length=MAX_CHOICES, help_text="New cards."
+    )
+    cards = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=DEFAULT_MAX_CARDS),
+        required=False,
+        allow_empty=False,
+        max_length=MAX_LIST_ITEMS,
+    )
+    deadline_days = serializers.ListField(
+        child=positive_float(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
+    )
+    sites = serializers.ListField(child=SiteEntryField(), required=False, max_length=MAX_CHOICES)
+    pools = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        max_length=MAX_CHOICES,
+        help_text="Existing pools, evaluated at their own size with their cluster's terms.",
+    )
+    cost_basis = serializers.ChoiceField(choices=["rental", "purchase"], default="rental")
+    capital_cost_per_card = non_negative_float(required=False, allow_null=True)
+    amortization_years = positive_float(required=False, allow_null=True)
+    yearly_opex_per_card = non_negative_float(required=False, allow_null=True)
+    card_granularity = serializers.IntegerField(min_value=1, default=1)
+    cards_per_node = serializers.IntegerField(min_value=1, max_value=64, required=False)
+
+    def validate(self, attrs):
+        for key in ("accelerators", "cards", "deadline_days", "sites", "pools"):
+            if key in attrs:
+                attrs[key] = _unique(attrs[key])
+        _either_or(attrs, "cards", "deadline_days")
+        if attrs.get("accelerators") and not (attrs.get("cards") or attrs.get("deadline_days")):
+            raise serializers.ValidationError(
+                {"cards": "Give card counts (cards) or deadlines (deadline_days)."}
+            )
+        if not attrs.get("accelerators") and not attrs.get("pools"):
+            raise serializers.ValidationError(
+                {"accelerators": "Give card models (with cards or deadline_days) or pools."}
+            )
+        return attrs
+
+
+class OverridesSerializer(serializers.Serializer):
+    """Entered for every option; they win over catalog and inventory figures."""
+
+    mfu = share_float(required=False, allow_null=True)
+    achieved_tflops_per_card = positive_float(required=False, allow_null=True)
+    scaling = share_float(required=False, allow_null=True)
+    effective_time = share_float(required=False, allow_null=True)
+    utilization = share_float(required=False, allow_null=True)
+    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
+    mtbf_card_hours = positive_float(required=False, allow_null=True)
+    checkpoint_save_hours = non_negative_float(required=False, allow_null=True)
+    restart_hours = non_negative_float(required=False, allow_null=True)
+    checkpoint_interval_hours = positive_float(required=False, allow_null=True)
+    checkpoint_interval_rule = serializers.ChoiceField(
+        choices=list(INTERVAL_RULES), required=False, allow_null=True
+    )
+    comm_overlap_share = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    busy_load_share = share_float(required=False, allow_null=True)
+    idle_power_share = serializers.FloatField(
+        min_value=0, max_value=1, required=False, allow_null=True
+    )
+    node_overhead_w = non_negative_float(required=False, allow_null=True)
+    max_cards = serializers.IntegerField(
+        min_value=1, max_value=10 * DEFAULT_MAX_CARDS, required=False, allow_null=True
+    )
+
+    def validate(self, attrs):
+        _either_or(attrs, "mfu", "achieved_tflops_per_card")
+        return {key: value for key, value in attrs.items() if value is not None}
+
+
+LEVER_NEEDS = {
+    "liquid_cooling": (),
+    "faster_checkpoints": ("checkpoint_save_hours", "restart_hours"),
+    "mfu_upgrade": ("mfu",),
+    "colocation": (),
+}
+
+
+class LeverSerializer(serializers.Serializer):
+    """An improvement and its one-off cost (docs/capacity-planning.md §9)."""
+
+    name = serializers.ChoiceField(choices=list(LEVER_NEEDS))
+    one_off_cost = non_negative_float()
+    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
+    checkpoint_save_hours = non_negative_float(required=False, allow_null=True)
+    restart_hours = non_negative_float(required=False, allow_null=True)
+    mfu = share_float(required=False, allow_null=True)
+    utilization = share_float(required=False, allow_null=True)
+
+    def validate(self, attrs):
+        missing = {
+            k: "Required for this lever."
+            for k in LEVER_NEEDS[attrs["name"]]
+            if attrs.get(k) is None
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        return {key: value for key, value in attrs.items() if value is not None}
+
+
+class PlanInputSerializer(serializers.Serializer):
+    """What a planner sends to create (or, merged with the stored plan, change) a plan."""
+
+    name = serializers.CharField(max_length=200)
+    workload = WorkloadSerializer()
+    options_spec = OptionsSpecSerializer()
+    overrides = OverridesSerializer(required=False, default=dict)
+    levers = LeverSerializer(many=True, required=False, default=list, max_length=MAX_LEVERS)
+
+
+class PlanCloneSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+
+
+class PlanCompareQuerySerializer(serializers.Serializer):
+    ids = serializers.CharField(help_text="Comma-separated plan ids, e.g. 1,2 (at most 10).")
+
+    def validate_ids(self, value: str) -> list[int]:
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if not parts or not all(part.isdigit() for part in parts):
+            raise serializers.ValidationError("Give plan ids separated by commas, e.g. 1,2.")
+        ids = _unique([int(part) for part in parts])
+        if len(ids) > 10:
+            raise serializers.ValidationError("Compare at most 10 plans.")
+        return ids
+
+
+# --------------------------------------------------------------------------------------------
+# Plan outputs
+# --------------------------------------------------------------------------------------------
+
+PLAN_LIST_FIELDS = [
+    "id",
+    "name",
+    "owner",
+    "owner_name",
+    "can_edit",
+    "workload",
+    "options_spec",
+    "overrides",
+    "levers",
+    "status",
+    "progress",
+    "error",
+    "summary",
+    "cloned_from",
+    "queued_at",
+    "started_at",
+    "finished_at",
+    "succeeded_at",
+    "duration_s",
+    "created",
+    "updated",
+]
+
+
+class PlanListSerializer(serializers.ModelSerializer):
+    """A plan without its results (lists stay light); `summary` has the headline."""
+
+    owner_name = serializers.SerializerMethodField()
+    can_edit = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Plan
+        fields = PLAN_LIST_FIELDS
+        read_only_fields = fields
+
+    def get_owner_name(self, plan: Plan) -> str | None:
+        return plan.owner.get_username() if plan.owner else None
+
+    def get_can_edit(self, plan: Plan) -> bool:
+        request = self.context.get("request")
+        return can_edit(getattr(request, "user", None), plan)
+
+
+class PlanSerializer(PlanListSerializer):
+    """A plan with its last successful results."""
+
+    class Meta(PlanListSerializer.Meta):
+        fields = [*PLAN_LIST_FIELDS, "results"]
+        read_only_fields = fields
+
+
+# --------------------------------------------------------------------------------------------
+# POST /api/v1/estimates/training/
+# --------------------------------------------------------------------------------------------
+
+
+class TrainingEstimateInputSerializer(serializers.Serializer):
+    """One option: a model on a card model from the catalog (docs/capacity-planning.md §10)."""
+
+    model_params = positive_float(help_text="Parameters N.")
+    tokens = positive_float(required=False, allow_null=True)
+    total_flops = positive_float(required=False, allow_null=True)
+    flops_per_param_token = serializers.ChoiceField(
+        choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
+    )
+    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
+    accelerator = AcceleratorField(
+        queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
+    )
+    cards = serializers.IntegerField(
+        min_value=1, max_value=DEFAULT_MAX_CARDS, required=False, allow_null=True
+    )
+    deadline_days = positive_float(required=False, allow_null=True)
+    mfu = share_float(required=False, allow_null=True)
+    achieved_tflops_per_card = positive_float(required=False, allow_null=True)
+    scaling = share_float(required=False, allow_null=True, help_text="Default 1.")
+    effective_time = share_float(required=False, allow_null=True, help_text="Default 1.")
+    utilization = share_float(required=False, allow_null=True, help_text="Default 1.")
+    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
+    cooling_type = serializers.ChoiceField(choices=list(COOLING_TYPES), required=False)
+    tariff_per_kwh = non_negative_float(required=False, allow_null=True)
+    grid_carbon_g_per_kwh = non_negative_float(required=False, allow_null=True)
+    price_per_card_hour = non_negative_float(
+        required=False, allow_null=True, help_text="Default: the catalog's rental price."
+    )
+    capital_cost_per_card = non_negative_float(required=False, allow_null=True)
+    amortization_years = positive_float(required=False, allow_null=True)
+    zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
+    dp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    seq_len = serializers.IntegerField(min_value=1, required=False)
+    global_batch_sequences = serializers.IntegerField(min_value=1, required=False)
+
+    def validate(self, attrs):
+        if attrs.get("tokens") is None and attrs.get("total_flops") is None:
+            raise serializers.ValidationError({"tokens": "Give tokens or total_flops."})
+        if attrs.get("cards") is None and attrs.get("deadline_days") is None:
+            raise serializers.ValidationError({"cards": "Give cards or deadline_days."})
+        _either_or(attrs, "cards", "deadline_days")
+        _either_or(attrs, "mfu", "achieved_tflops_per_card")
+        _either_or(attrs, "price_per_card_hour", "capital_cost_per_card")
+        if attrs.get("capital_cost_per_card") is not None and not attrs.get("amortization_years"):
+            raise serializers.ValidationError(
+                {"amortization_years": "Required with capital_cost_per_card."}
+            )
+        cards, dp = attrs.get("cards"), attrs.get("dp_degree")
+        if cards and dp and cards % dp:
+            raise serializers.ValidationError({"dp_degree": f"Must divide cards ({cards})."})
+        return attrs
+
+
+class ParallelismOutputSerializer(serializers.Serializer):
+    tp = serializers.IntegerField(allow_null=True)
+    pp = serializers.IntegerField(allow_null=True)
+    dp = serializers.IntegerField(allow_null=True)
+
+
+class MemoryOutputSerializer(serializers.Serializer):
+    state_bytes = serializers.FloatField(allow_null=True)
+    per_card_bytes = serializers.FloatField(allow_null=True)
+    state_per_card_bytes = serializers.FloatField(allow_null=True)
+    activation_per_card_bytes = serializers.FloatField(allow_null=True)
+    usable_per_card_bytes = serializers.FloatField(allow_null=True)
+    min_cards = serializers.IntegerField(allow_null=True)
+
+
+class EnergyOutputSerializer(serializers.Serializer):
+    it = serializers.FloatField(allow_null=True, help_text="MWh")
+    facility = serializers.FloatField(allow_null=True, help_text="MWh")
+
+
+class CostOutputSerializer(serializers.Serializer):
+    basis = serializers.CharField(allow_null=True)
+    price_source = serializers.CharField(allow_null=True, help_text="entered, catalog or null")
+    currency = serializers.CharField()
+    compute = serializers.FloatField(allow_null=True)
+    energy = serializers.FloatField(allow_null=True)
+    energy_overhead = serializers.FloatField(allow_null=True)
+    idle = serializers.FloatField(allow_null=True)
+    total = serializers.FloatField(allow_null=True)
+    per_effective_pflop_day = serializers.FloatField(allow_null=True)
+
+
+class FactorsOutputSerializer(serializers.Serializer):
+    energy = serializers.FloatField(allow_null=True)
+    mfu = serializers.FloatField(allow_null=True)
+    scaling = serializers.FloatField(allow_null=True)
+    effective_time = serializers.FloatField(allow_null=True)
+    utilization = serializers.FloatField(allow_null=True)
+    pue = serializers.FloatField(allow_null=True)
+    effective_utilization = serializers.FloatField(allow_null=True)
+    provenance = serializers.DictField(child=serializers.CharField())
+
+
+class AcceleratorRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class TrainingEstimateOutputSerializer(serializers.Serializer):
+    feasible = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True, help_text="Why not feasible; empty if it is.")
+    accelerator = AcceleratorRefSerializer()
+    total_flops = serializers.FloatField()
+    days = serializers.FloatField(allow_null=True)
+    cards = serializers.IntegerField(allow_null=True)
+    card_hours = serializers.FloatField(allow_null=True)
+    parallelism = ParallelismOutputSerializer()
+    memory = MemoryOutputSerializer()
+    energy_mwh = EnergyOutputSerializer()
+    co2_tonnes = serializers.FloatField(allow_null=True)
+    cost = CostOutputSerializer()
+    factors = FactorsOutputSerializer()
