@@ -1,0 +1,251 @@
+"""Plans through the API without a worker: permissions, validation, compare, queries."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.conftest import make_user
+from tests.planner_api.conftest import PLANS, compute_now, plan_payload
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def other_planner(db):
+    return make_user("other-planner", "planner")
+
+
+@pytest.fixture
+def plan_id(client_for, planner, payload):
+    response = client_for(planner).post(PLANS, payload, format="json")
+    assert response.status_code == 202, response.content
+    compute_now(response.json()["id"])
+    return response.json()["id"]
+
+
+def test_anonymous_gets_401(client_for, plan_id):
+    anonymous = client_for(None)
+    assert anonymous.get(PLANS).status_code == 401
+    assert anonymous.get(f"{PLANS}{plan_id}/").status_code == 401
+    assert anonymous.post(PLANS, {}, format="json").status_code == 401
+
+
+def test_viewer_reads_everything_and_changes_nothing(client_for, viewer, plan_id, payload):
+    client = client_for(viewer)
+    assert client.get(PLANS).status_code == 200
+    detail = client.get(f"{PLANS}{plan_id}/")
+    assert detail.status_code == 200 and detail.json()["can_edit"] is False
+    assert client.get(f"{PLANS}{plan_id}/options/").status_code == 200
+    assert client.get(f"{PLANS}compare/", {"ids": str(plan_id)}).status_code == 200
+    assert client.post(PLANS, payload, format="json").status_code == 403
+    assert client.patch(f"{PLANS}{plan_id}/", {"name": "x"}, format="json").status_code == 403
+    assert client.post(f"{PLANS}{plan_id}/recompute/").status_code == 403
+    assert client.post(f"{PLANS}{plan_id}/clone/").status_code == 403
+    assert client.delete(f"{PLANS}{plan_id}/").status_code == 403
+
+
+def test_another_planner_may_read_and_clone_but_not_change(client_for, other_planner, plan_id):
+    client = client_for(other_planner)
+    assert client.get(f"{PLANS}{plan_id}/").json()["can_edit"] is False
+    denied = client.patch(f"{PLANS}{plan_id}/", {"name": "mine now"}, format="json")
+    assert denied.status_code == 403
+    assert "owner" in denied.json()["detail"]
+    assert client.post(f"{PLANS}{plan_id}/recompute/").status_code == 403
+    assert client.delete(f"{PLANS}{plan_id}/").status_code == 403
+    assert client.post(f"{PLANS}{plan_id}/clone/").status_code == 201
+
+
+def test_owner_and_admin_may_change_recompute_and_delete(client_for, planner, fleet_admin, plan_id):
+    owner = client_for(planner)
+    assert owner.get(f"{PLANS}{plan_id}/").json()["can_edit"] is True
+    renamed = owner.patch(f"{PLANS}{plan_id}/", {"name": "Renamed"}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    # A new name alone keeps the result and does not queue a run.
+    assert renamed.json()["name"] == "Renamed" and renamed.json()["status"] == "succeeded"
+    assert owner.post(f"{PLANS}{plan_id}/recompute/").status_code == 202
+    admin = client_for(fleet_admin)
+    assert admin.get(f"{PLANS}{plan_id}/").json()["can_edit"] is True
+    assert admin.patch(f"{PLANS}{plan_id}/", {"name": "Admin"}, format="json").status_code == 200
+    requeued = admin.post(f"{PLANS}{plan_id}/recompute/")
+    assert requeued.status_code == 202 and requeued.json()["status"] == "queued"
+    # Recompute keeps the last result until the new run finishes.
+    assert requeued.json()["results"] is not None
+    assert admin.delete(f"{PLANS}{plan_id}/").status_code == 204
+    assert owner.get(f"{PLANS}{plan_id}/").status_code == 404
+
+
+def test_owner_can_delete_own_plan(client_for, planner, plan_id):
+    assert client_for(planner).delete(f"{PLANS}{plan_id}/").status_code == 204
+
+
+def test_deadline_plan_finds_the_fewest_cards(client_for, planner, demo_fleet):
+    payload = plan_payload(cards=None, deadline_days=[60, 120], sites=None, pools=None)
+    created = client_for(planner).post(PLANS, payload, format="json").json()
+    compute_now(created["id"])
+    body = client_for(planner).get(f"{PLANS}{created['id']}/").json()
+    assert body["status"] == "succeeded", body["error"]
+    rows = body["results"]["options"]
+    assert len(rows) == 2 * 2
+    for row in rows:
+        assert row["feasible"], row["reason"]
+        assert row["days"] <= row["deadline_days"]
+    # A longer deadline needs fewer cards of the same model.
+    by_card = {}
+    for row in rows:
+        by_card.setdefault(row["accelerator"], {})[row["deadline_days"]] = row["cards"]
+    for cards in by_card.values():
+        assert cards[120] < cards[60]
+    assert any("No site given" in warning for warning in body["results"]["warnings"])
+
+
+def _nested(body: dict, path: str):
+    for key in path.split("."):
+        assert key in body, (path, body)
+        body = body[key]
+    return body
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"workload": {"model_params": -1, "tokens": 1e9}}, "workload.model_params"),
+        ({"workload": {"model_params": 1e9}}, "workload.tokens"),
+        (
+            {"workload": {"model_params": 1e9, "tokens": 1e9, "flops_per_param_token": 7}},
+            "workload.flops_per_param_token",
+        ),
+        (
+            {"workload": {"model_params": 1e9, "tokens": 1e9, "zero_stage": 5}},
+            "workload.zero_stage",
+        ),
+        ({"options_spec": {"accelerators": ["Z9000"], "cards": [8]}}, "options_spec.accelerators"),
+        ({"options_spec": {"accelerators": ["L4"]}}, "options_spec.cards"),
+        (
+            {"options_spec": {"accelerators": ["L4"], "cards": [8], "deadline_days": [9]}},
+            "options_spec.cards",
+        ),
+        ({"options_spec": {"accelerators": ["L4"], "cards": [0]}}, "options_spec.cards"),
+        (
+            {"options_spec": {"accelerators": ["L4"], "cards": [8], "sites": [999_999]}},
+            "options_spec.sites",
+        ),
+        (
+            {"options_spec": {"accelerators": ["L4"], "cards": [8], "sites": [{"pue": 1.2}]}},
+            "options_spec.sites",
+        ),
+        ({"options_spec": {"pools": [999_999]}}, "options_spec.pools"),
+        ({"options_spec": {}}, "options_spec.accelerators"),
+        ({"overrides": {"mfu": 1.5}}, "overrides.mfu"),
+        ({"overrides": {"mfu": 0.5, "achieved_tflops_per_card": 100}}, "overrides.mfu"),
+        ({"levers": [{"name": "mfu_upgrade", "one_off_cost": 1}]}, "levers"),
+        ({"name": ""}, "name"),
+    ],
+)
+def test_bad_plan_is_400_naming_the_field(client_for, planner, demo_fleet, change, path):
+    from planner.models import Plan
+
+    payload = {**plan_payload(), **change}
+    response = client_for(planner).post(PLANS, payload, format="json")
+    assert response.status_code == 400, response.content
+    _nested(response.json(), path)
+    assert not Plan.objects.exists()
+
+
+def test_too_many_options_is_refused_before_queueing(client_for, planner, demo_fleet):
+    from inventory.models import AcceleratorModel
+
+    names = list(AcceleratorModel.objects.values_list("name", flat=True)[:10])
+    payload = plan_payload(
+        accelerators=names,
+        cards=list(range(8, 8 * 201, 8)),
+        sites=[{"name": f"s{i}"} for i in range(3)],
+        pools=None,
+    )
+    response = client_for(planner).post(PLANS, payload, format="json")
+    assert response.status_code == 400
+    assert "at most" in str(response.json()["options_spec"]["accelerators"])
+
+
+def test_compare_puts_plans_side_by_side(client_for, planner, viewer, plan_id, demo_fleet):
+    second = client_for(planner).post(
+        PLANS, plan_payload(accelerators=["H100 SXM5 80GB"], pools=None), format="json"
+    )
+    second_id = second.json()["id"]
+    compute_now(second_id)
+    client = client_for(viewer)
+    body = client.get(f"{PLANS}compare/", {"ids": f"{second_id},{plan_id}"}).json()
+    assert [plan["id"] for plan in body["plans"]] == [second_id, plan_id]
+    assert all(plan["pareto_front"] for plan in body["plans"])
+    metrics = {row["metric"]: row["values"] for row in body["metrics"]}
+    assert metrics["options"] == [3 * 2, 14]  # 1 card model x 3 sizes x 2 sites; the first
+    assert metrics["cheapest.total_cost"][0] >= metrics["cheapest.total_cost"][1]
+    assert client.get(f"{PLANS}compare/", {"ids": "1,abc"}).status_code == 400
+    missing = client.get(f"{PLANS}compare/", {"ids": f"{plan_id},999999"})
+    assert missing.status_code == 400 and "999999" in str(missing.json()["ids"])
+    assert client.get(f"{PLANS}compare/").status_code == 400
+
+
+def test_list_filters_by_owner_and_status(client_for, planner, other_planner, plan_id, payload):
+    with_other = client_for(other_planner).post(PLANS, payload, format="json").json()
+    client = client_for(planner)
+    mine = client.get(PLANS, {"owner": planner.pk}).json()
+    assert [plan["id"] for plan in mine["results"]] == [plan_id]
+    assert "results" not in mine["results"][0]  # lists stay light
+    assert mine["results"][0]["summary"]["options"] == 14
+    queued = client.get(PLANS, {"status": "queued"}).json()
+    assert [plan["id"] for plan in queued["results"]] == [with_other["id"]]
+    by_name = client.get(PLANS, {"owner_name": "other-planner"}).json()
+    assert by_name["count"] == 1
+
+
+def test_plan_list_queries_do_not_grow_with_plans(client_for, viewer, planner, payload):
+    from planner import plans
+    from planner.models import Plan
+
+    client = client_for(viewer)
+    client.get(PLANS)  # warm up the session and role lookups
+
+    def list_queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(PLANS).status_code == 200
+        return len(ctx.captured_queries)
+
+    plans.create_plan(owner=planner, name="one", **_inputs(payload))
+    few = list_queries()
+    for number in range(6):
+        owner = make_user(f"owner-{number}", "planner")
+        plans.create_plan(owner=owner, name=f"plan {number}", **_inputs(payload))
+    assert Plan.objects.count() == 7
+    assert list_queries() == few
+    assert few <= 6
+
+
+def _inputs(payload: dict) -> dict:
+    from planner.api.plan_serializers import PlanInputSerializer
+
+    serializer = PlanInputSerializer(data=payload)
+    serializer.is_valid(raise_exception=True)
+    data = dict(serializer.validated_data)
+    data.pop("name")
+    return data
+
+
+def test_option_frame_takes_one_query_per_table(demo_fleet, django_assert_max_num_queries):
+    from inventory.models import AcceleratorModel, Pool, Site
+    from planner import plans
+
+    spec = {
+        "accelerators": list(AcceleratorModel.objects.values_list("name", flat=True)),
+        "cards": [64, 128, 256],
+        "sites": list(Site.objects.values_list("pk", flat=True)) + [{"name": "Cloud"}],
+        "pools": list(Pool.objects.values_list("pk", flat=True)),
+        "cost_basis": "rental",
+    }
+    # Catalog, sites, pools, their node groups (joined), the clusters' card totals.
+    with django_assert_max_num_queries(5):
+        options, _ = plans.build_options(spec, {})
+    cards_from_pools = options[options["source"] == "pool"]
+    assert len(options) == len(spec["accelerators"]) * 3 * 3 + len(cards_from_pools)
+    assert set(cards_from_pools["pool"]) == set(Pool.objects.values_list("name", flat=True))

@@ -1,0 +1,139 @@
+"""POST /api/v1/estimates/training/: published references, deadline round trip, 400s by field."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/estimates/training/"
+A100_80GB = "A100 SXM4 80GB"
+
+
+@pytest.fixture
+def api(client_for, viewer):
+    return client_for(viewer)  # the lowest role may use a calculator
+
+
+def megatron(**extra) -> dict:
+    """Seed 002 (Megatron-LM): GPT-3 175B, 300B tokens, k = 8, 1,024 A100 at 140 TFLOP/s."""
+    return {
+        "model_params": 175e9,
+        "tokens": 300e9,
+        "flops_per_param_token": 8,
+        "accelerator": A100_80GB,
+        "cards": 1024,
+        "achieved_tflops_per_card": 140,
+        "scaling": 1,
+        "effective_time": 1,
+        "utilization": 1,
+        **extra,
+    }
+
+
+def test_seed_002_gpt3_on_1024_a100_takes_about_34_days(api):
+    started = time.perf_counter()
+    response = api.post(URL, megatron(), format="json")
+    elapsed_s = time.perf_counter() - started
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["feasible"] is True and body["reason"] == ""
+    assert body["total_flops"] == pytest.approx(8 * 175e9 * 300e9)
+    assert body["days"] == pytest.approx(34, rel=0.05)
+    assert body["cards"] == 1024
+    assert body["card_hours"] == pytest.approx(1024 * 24 * body["days"])
+    assert body["factors"]["mfu"] == pytest.approx(140 / 312)
+    assert body["factors"]["provenance"]["mfu"] == "measured"
+    assert body["accelerator"]["name"] == A100_80GB
+    assert elapsed_s < 0.2 + 0.3  # < 200 ms budget for the estimate, slack for a cold test client
+
+
+def test_seed_001_175b_state_is_2800_gb_and_needs_35_a100_80gb(api):
+    body = api.post(URL, megatron(), format="json").json()
+    assert body["memory"]["state_bytes"] == pytest.approx(2.8e12, rel=0.01)
+    assert body["memory"]["min_cards"] >= 35
+    assert body["memory"]["per_card_bytes"] <= body["memory"]["usable_per_card_bytes"]
+
+
+def test_catalog_id_works_like_the_name_and_brings_the_catalog_figures(api):
+    from inventory.models import AcceleratorModel
+
+    card = AcceleratorModel.objects.get(name=A100_80GB)
+    by_name = api.post(URL, megatron(), format="json").json()
+    by_id = api.post(URL, megatron(accelerator=card.pk), format="json").json()
+    assert by_id["days"] == by_name["days"]
+    # No price given: the catalog's rental price per card-hour.
+    assert by_name["cost"]["price_source"] == "catalog"
+    assert by_name["cost"]["basis"] == "rental"
+    assert by_name["cost"]["compute"] == pytest.approx(
+        card.rental_price_per_card_hour * by_name["card_hours"]
+    )
+
+
+def test_energy_and_cost_follow_pue_tariff_and_entered_price(api):
+    body = api.post(
+        URL, megatron(pue=1.2, tariff_per_kwh=0.1, price_per_card_hour=2.0), format="json"
+    ).json()
+    assert body["energy_mwh"]["facility"] == pytest.approx(1.2 * body["energy_mwh"]["it"])
+    assert body["cost"]["price_source"] == "entered"
+    assert body["cost"]["compute"] == pytest.approx(2.0 * body["card_hours"])
+    assert body["cost"]["energy"] == pytest.approx(body["energy_mwh"]["facility"] * 1000 * 0.1)
+    assert body["factors"]["pue"] == pytest.approx(1.2)
+
+
+def test_deadline_mode_round_trip(api):
+    timed = api.post(URL, megatron(), format="json").json()
+    deadline = api.post(
+        URL, megatron(cards=None, deadline_days=timed["days"]), format="json"
+    ).json()
+    assert deadline["feasible"] is True
+    assert deadline["days"] <= timed["days"] * (1 + 1e-9)
+    assert deadline["cards"] == pytest.approx(1024, rel=0.01)
+    # And back: the cards found meet the deadline in time mode.
+    again = api.post(URL, megatron(cards=deadline["cards"]), format="json").json()
+    assert again["days"] <= timed["days"] * (1 + 1e-9)
+
+
+def test_option_that_does_not_fit_answers_200_with_the_reason(api):
+    body = api.post(
+        URL, megatron(accelerator="A100 SXM4 40GB", cards=8, zero_stage=0), format="json"
+    )
+    assert body.status_code == 200
+    result = body.json()
+    assert result["feasible"] is False
+    assert "does not fit in memory" in result["reason"]
+    assert result["memory"]["min_cards"] >= 78
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model_params": -5}, "model_params"),
+        ({"model_params": None}, "model_params"),
+        ({"tokens": None}, "tokens"),
+        ({"accelerator": "Z9000 Imaginary"}, "accelerator"),
+        ({"accelerator": 999_999}, "accelerator"),
+        ({"deadline_days": 30}, "cards"),
+        ({"cards": None}, "cards"),
+        ({"cards": 0}, "cards"),
+        ({"zero_stage": 5}, "zero_stage"),
+        ({"flops_per_param_token": 7}, "flops_per_param_token"),
+        ({"mfu": 0.5}, "mfu"),
+        ({"utilization": 1.5}, "utilization"),
+        ({"pue": 0.9}, "pue"),
+        ({"tariff_per_kwh": -1}, "tariff_per_kwh"),
+        ({"dp_degree": 3}, "dp_degree"),
+        ({"capital_cost_per_card": 10_000}, "amortization_years"),
+        ({"precision": "fp8"}, "precision"),
+    ],
+)
+def test_bad_input_is_400_naming_the_field(api, change, field):
+    response = api.post(URL, megatron(**change), format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+
+
+def test_anonymous_gets_401(client_for):
+    assert client_for(None).post(URL, megatron(), format="json").status_code == 401
