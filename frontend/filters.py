@@ -56,8 +56,10 @@ class ClusterListFilter(ListFilterMixin, ClusterFilterSet):
 
 
 class PoolListFilter(ListFilterMixin, PoolFilterSet):
-    site = django_filters.ModelChoiceFilter(field_name="cluster__site", queryset=Site.objects.all())
-    cluster = django_filters.ModelChoiceFilter(queryset=clusters_for_choice())
+    site = django_filters.ModelChoiceFilter(
+        field_name="cluster__site", queryset=Site.objects.all(), label="Site"
+    )
+    cluster = django_filters.ModelChoiceFilter(queryset=clusters_for_choice(), label="Cluster")
     name = name_contains()
     accelerator = django_filters.ModelChoiceFilter(
         field_name="node_groups__accelerator",
@@ -72,10 +74,10 @@ class PoolListFilter(ListFilterMixin, PoolFilterSet):
 
 class NodeGroupListFilter(ListFilterMixin, NodeGroupFilterSet):
     site = django_filters.ModelChoiceFilter(
-        field_name="pool__cluster__site", queryset=Site.objects.all()
+        field_name="pool__cluster__site", queryset=Site.objects.all(), label="Site"
     )
     cluster = django_filters.ModelChoiceFilter(
-        field_name="pool__cluster", queryset=clusters_for_choice()
+        field_name="pool__cluster", queryset=clusters_for_choice(), label="Cluster"
     )
     pool = PoolChoiceFilter(queryset=pools_for_choice())
     accelerator = django_filters.ModelChoiceFilter(queryset=AcceleratorModel.objects.all())

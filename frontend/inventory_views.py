@@ -421,7 +421,7 @@ class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteVie
             self.object.delete()
         except ProtectedError as exc:
             blockers = " and ".join(describe_blockers(exc.protected_objects))
-            message = f"“{label}” cannot be deleted: it is still used by {blockers}. "
+            message = f"“{label}” cannot be deleted while {blockers} depend on it. "
             messages.error(self.request, message + "Delete or change those first.")
             return HttpResponseRedirect(detail_url_of(self.object))
         messages.success(self.request, f"Deleted {self.model._meta.verbose_name} “{label}”.")

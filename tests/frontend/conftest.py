@@ -17,10 +17,6 @@ import pytest
 from access.roles import PLANNER
 from tests.conftest import make_user
 
-# Playwright's sync API runs an event loop in this thread, which trips Django's async-safety
-# check on every ORM call the test makes; nothing here runs truly concurrently.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = ROOT / "test-artifacts" / "screenshots"
 CHROMIUM_PATH = "/usr/bin/chromium"
@@ -36,10 +32,15 @@ def chromium():
     sync_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM_PATH).exists():
         pytest.skip(f"{CHROMIUM_PATH} is missing (apt-get install chromium)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    with pytest.MonkeyPatch.context() as patch:
+        # Playwright's sync API runs an event loop in this thread, which trips Django's
+        # async-safety check on every ORM call; set only while the browser runs, because the
+        # variable would leak into subprocesses (check --deploy warns about it).
+        patch.setitem(os.environ, "DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
 
 
 @dataclass

@@ -157,6 +157,9 @@ def test_main_pages_render_cleanly_on_laptop_and_tablet(page_factory, browser_pl
         "accelerator-detail": f"/inventory/accelerators/{pool.node_groups.first().accelerator_id}/",
         "import": "/inventory/import/",
         "site-edit": f"/inventory/sites/{pool.cluster.site_id}/edit/",
+        "site-delete-protected": f"/inventory/sites/{pool.cluster.site_id}/delete/",
+        "cluster-delete": f"/inventory/clusters/{pool.cluster_id}/delete/",
+        "import-node-groups": "/inventory/import/node-groups/",
         "coming-soon": "/reports/",
     }
     for device, viewport in [("laptop", None), ("tablet", TABLET)]:

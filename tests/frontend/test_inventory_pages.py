@@ -232,8 +232,8 @@ def test_deleting_a_cluster_lists_what_goes_with_it(planner_client, demo_fleet):
 @pytest.mark.parametrize(
     ("model", "lookup", "prefix", "blocker"),
     [
-        (Site, {"name": "Frankfurt DC1 (air)"}, "sites", "clusters"),
-        (AcceleratorModel, {"name": "L40S"}, "accelerators", "node groups"),
+        (Site, {"name": "Frankfurt DC1 (air)"}, "sites", "1 cluster (Frankfurt DC1 (air) / "),
+        (AcceleratorModel, {"name": "L40S"}, "accelerators", "1 node group (l40s-nodes)"),
     ],
 )
 def test_deleting_a_protected_object_explains_instead_of_failing(
@@ -246,7 +246,7 @@ def test_deleting_a_protected_object_explains_instead_of_failing(
     response = planner_client.post(f"/inventory/{prefix}/{obj.pk}/delete/", follow=True)
     assert response.status_code == 200
     html = response.content.decode()
-    assert "cannot be deleted" in html and "still used by" in html and blocker in html
+    assert "cannot be deleted" in html and "depend on it" in html and blocker in html
     assert response.redirect_chain[-1][0] == f"/inventory/{prefix}/{obj.pk}/"
     assert model.objects.filter(pk=obj.pk).exists()
 
