@@ -1,0 +1,273 @@
+"""Accounting data: imported usage records, sreport cluster utilization, import jobs, aliases.
+
+Usage records are written only by `accounting.services` (bulk upserts keyed on
+``(cluster, record_key)``, one transaction per file); measured utilization, costs and
+chargeback are read by `accounting.selectors`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from accounting.parsing import JOB_STATES, normalize_gres_type
+from inventory.models import AcceleratorModel, Cluster, Pool
+
+non_negative = MinValueValidator(0)
+fraction = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
+class JobState(models.TextChoices):
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    TIMEOUT = "timeout", "Timed out"
+    NODE_FAIL = "node_fail", "Node failure"
+    PREEMPTED = "preempted", "Preempted"
+    RUNNING = "running", "Running"
+
+
+assert tuple(JobState.values) == JOB_STATES, "JobState must list the parser's JOB_STATES"
+
+
+class ImportKind(models.TextChoices):
+    SACCT = "sacct", "Slurm sacct --parsable2"
+    SREPORT = "sreport", "Slurm sreport cluster utilization"
+    CSV = "csv", "CSV with the documented header"
+    XLSX = "xlsx", "Excel workbook with the documented header"
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class GresAlias(models.Model):
+    """A site's name for a card model in Slurm (``gres/gpu:<gres_type>``).
+
+    Rows override the parser's built-in ``DEFAULT_GRES_ALIASES``; ``gres_type`` is stored
+    normalized (lower case, vendor prefix dropped), so ``NVIDIA-H100`` and ``h100`` are one key.
+    """
+
+    gres_type = models.CharField(max_length=100, unique=True)
+    accelerator = models.ForeignKey(
+        AcceleratorModel, on_delete=models.PROTECT, related_name="gres_aliases"
+    )
+    notes = models.CharField(max_length=250, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["gres_type"]
+        verbose_name = "gres alias"
+        verbose_name_plural = "gres aliases"
+
+    def __str__(self) -> str:
+        return f"{self.gres_type} → {self.accelerator}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.gres_type = normalize_gres_type(self.gres_type)
+        super().save(*args, **kwargs)
+
+
+class PartitionMapping(models.Model):
+    """What a Slurm partition of a cluster means: its pool and, for untyped GPUs, its card."""
+
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.CASCADE, related_name="partition_mappings"
+    )
+    partition = models.CharField(max_length=100)
+    pool = models.ForeignKey(
+        Pool, null=True, blank=True, on_delete=models.CASCADE, related_name="partition_mappings"
+    )
+    accelerator = models.ForeignKey(
+        AcceleratorModel,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="partition_mappings",
+        help_text="Card model of jobs that ask for untyped gres/gpu=N in this partition.",
+    )
+
+    class Meta:
+        ordering = ["cluster", "partition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "partition"], name="partition_mapping_unique_per_cluster"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}:{self.partition}"
+
+
+class ImportJob(models.Model):
+    """One uploaded (or command-line) usage file and its import run.
+
+    A run is identified by ``run_id``; the worker writes the outcome only while its run_id
+    is current, so a redelivered task of a superseded run cannot overwrite a newer result.
+    """
+
+    kind = models.CharField(max_length=10, choices=ImportKind.choices)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="import_jobs")
+    file = models.FileField(upload_to="usage-imports/%Y/%m/", blank=True)
+    source_name = models.CharField(max_length=255, blank=True, help_text="Original file name.")
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="Zone the scheduler printed its times in."
+    )
+    exported_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the file was exported; measures running jobs that have no duration.",
+    )
+    report_period_start = models.DateTimeField(
+        null=True, blank=True, help_text="sreport without its banner: the report period."
+    )
+    report_period_end = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
+    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    error = models.TextField(blank=True)
+    issues = models.JSONField(
+        default=list, blank=True, help_text='Bad lines as "line N, column X: reason".'
+    )
+    warnings = models.JSONField(default=list, blank=True)
+    bytes_read = models.PositiveBigIntegerField(default=0)
+    lines_read = models.PositiveBigIntegerField(default=0)
+    records_read = models.PositiveBigIntegerField(default=0)
+    records_created = models.PositiveBigIntegerField(default=0)
+    records_updated = models.PositiveBigIntegerField(default=0)
+    records_unchanged = models.PositiveBigIntegerField(default=0)
+    records_skipped = models.PositiveBigIntegerField(
+        default=0, help_text="Lines that are not usage (pending, never started, no GPU)."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["cluster", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} import #{self.pk} into {self.cluster_id}"
+
+
+class UsageRecord(models.Model):
+    """One job (or one card kind of a job that held two) on one cluster."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="usage_records")
+    pool = models.ForeignKey(
+        Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records"
+    )
+    record_key = models.CharField(
+        max_length=200, help_text="Upsert key, unique per cluster (sacct: JobIDRaw@Submit)."
+    )
+    job_id = models.CharField(max_length=100)
+    job_label = models.CharField(max_length=100, blank=True)
+    parent_job_id = models.CharField(max_length=100, blank=True)
+    account = models.CharField("account / team", max_length=100, blank=True)
+    user = models.CharField(max_length=100, blank=True)
+    partition = models.CharField(max_length=100, blank=True)
+    accelerator = models.ForeignKey(
+        AcceleratorModel,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="usage_records",
+    )
+    gres_type = models.CharField(max_length=100, blank=True, help_text="As the file wrote it.")
+    mig_profile = models.CharField(max_length=32, blank=True)
+    cards = models.FloatField(validators=[non_negative], help_text="Fractional for MIG slices.")
+    nodes = models.PositiveIntegerField(null=True, blank=True)
+    submit = models.DateTimeField(null=True, blank=True)
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True, help_text="Empty while running.")
+    duration_h = models.FloatField(validators=[non_negative])
+    card_hours = models.FloatField(validators=[non_negative])
+    state = models.CharField(max_length=12, choices=JobState.choices)
+    scheduler_state = models.CharField(max_length=40, blank=True)
+    gpu_utilization = models.FloatField(null=True, blank=True, validators=fraction)
+    tokens_per_s = models.FloatField(null=True, blank=True, validators=[non_negative])
+    model_params = models.FloatField(null=True, blank=True, validators=[non_negative])
+    mfu = models.FloatField(null=True, blank=True, validators=fraction)
+    import_job = models.ForeignKey(
+        ImportJob,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The import that last created or changed this record.",
+    )
+
+    class Meta:
+        ordering = ["cluster", "start", "record_key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "record_key"], name="usage_record_key_unique_per_cluster"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(end__isnull=True) | models.Q(end__gte=models.F("start")),
+                name="usage_record_end_after_start",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "start"]),
+            models.Index(fields=["cluster", "end"]),
+            models.Index(fields=["account"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_label or self.job_id} on {self.cluster_id}"
+
+
+class SreportUtilization(models.Model):
+    """One ``sreport cluster utilization`` row: a cluster's card-hours over a period."""
+
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.CASCADE, related_name="sreport_utilization"
+    )
+    tres_name = models.CharField(max_length=100, default="gres/gpu")
+    accelerator = models.ForeignKey(
+        AcceleratorModel, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField(help_text="Exclusive.")
+    allocated_card_hours = models.FloatField(validators=[non_negative])
+    down_card_hours = models.FloatField(validators=[non_negative])
+    planned_down_card_hours = models.FloatField(validators=[non_negative])
+    idle_card_hours = models.FloatField(validators=[non_negative])
+    planned_card_hours = models.FloatField(validators=[non_negative])
+    reported_card_hours = models.FloatField(validators=[non_negative])
+    import_job = models.ForeignKey(
+        ImportJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["cluster", "period_start", "tres_name"]
+        verbose_name = "sreport utilization row"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "tres_name", "period_start", "period_end"],
+                name="sreport_row_unique_per_cluster_period",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(period_end__gt=models.F("period_start")),
+                name="sreport_period_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.tres_name} {self.period_start:%Y-%m-%d}"
