@@ -11,7 +11,7 @@ class ImportUploadForm(forms.Form):
     file = forms.FileField(
         label="File (.csv or .xlsx)",
         required=False,
-        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.xlsx,.tsv,.txt"}),
+        widget=forms.FileInput(attrs={"accept": ".csv,.xlsx,.tsv,.txt"}),
         help_text="The first sheet of a workbook is read. Row 1 holds the column names.",
     )
     pasted_rows = forms.CharField(

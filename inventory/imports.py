@@ -2,8 +2,9 @@
 
 Two steps, both driven from a `ParsedTable` (the file's cells as text):
 
-- `preview_import(kind, table)` converts and validates every row (types vectorised with pandas,
-  then each row through the model's `full_clean()`) and saves nothing;
+- `preview_import(kind, table)` converts and validates every row and saves nothing: types are
+  converted with pandas column by column, parents, catalog names and existing objects are looked
+  up in one query per level, then each row goes through the model's `full_clean()`;
 - `commit_import(kind, table)` repeats the validation inside one transaction and saves every
   row, or raises `ImportRejected` and saves nothing.
 
@@ -598,6 +599,11 @@ def preview_import(kind: ImportKind | str, table: ParsedTable) -> ImportPreview:
     existing = _existing(kind, frame, parents)
     keys = frame[list(kind.key_columns)].apply(tuple, axis=1)
     first_row_of_key: dict[tuple, int] = {}
+    bulk_checked = [
+        name
+        for name in (kind.parent_field, *present)
+        if name and isinstance(kind.model_field(name), models.ForeignKey)
+    ]
 
     rows = []
     for number, cells in zip(frame.index, frame.to_dict("records"), strict=True):
@@ -628,7 +634,14 @@ def preview_import(kind: ImportKind | str, table: ParsedTable) -> ImportPreview:
         if any(error.column in kind.key_columns for error in row.errors):
             continue  # without a usable key the model checks would only repeat those errors
         try:
-            instance.full_clean(exclude=skip_validation)
+            # Foreign keys were looked up and natural keys de-duplicated in bulk above, so the
+            # per-row existence and uniqueness queries would only repeat them (the database
+            # constraints still guard the commit).
+            instance.full_clean(
+                exclude=[*skip_validation, *bulk_checked],
+                validate_unique=False,
+                validate_constraints=False,
+            )
         except ValidationError as exc:
             for field_name, messages in _messages_of(exc).items():
                 column = "name" if field_name == NON_FIELD_ERRORS else field_name

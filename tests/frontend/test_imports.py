@@ -176,6 +176,21 @@ def test_model_clean_rules_apply_to_imported_rows(demo_fleet):
     ]
 
 
+def test_preview_query_count_does_not_grow_with_rows(demo_fleet):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for(row_count: int) -> int:
+        header = "site,cluster,pool,name,accelerator,node_count\n"
+        path = "Ulanqab DC2 (liquid),train-hetero,mixed-a100-h100"
+        rows = "".join(f"{path},g{i},H100 SXM5 80GB,{i}\n" for i in range(row_count))
+        with CaptureQueriesContext(connection) as queries:
+            assert imports.preview_import("node-groups", table(header + rows)).is_valid
+        return len(queries)
+
+    assert queries_for(3) == queries_for(300)
+
+
 # --- Commit -------------------------------------------------------------------------------------
 
 
