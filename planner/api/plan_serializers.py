@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from inventory.api.serializers import AcceleratorField
-from inventory.models import AcceleratorModel
+from inventory.models import AcceleratorModel, CoolingType
 from planner.engine.capacity import DEFAULT_MAX_CARDS, K_ERROR
 from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from planner.engine.memory import ACTIVATION_RECOMPUTE_MODES
@@ -104,6 +105,7 @@ class WorkloadSerializer(serializers.Serializer):
         return attrs
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]})
 class CatalogKeyField(serializers.Field):
     """A card model by its catalog name or id (resolved in one query by the service)."""
 
@@ -126,7 +128,7 @@ class ExplicitSiteSerializer(serializers.Serializer):
     """A site that is not in the inventory: its energy figures entered directly."""
 
     name = serializers.CharField(max_length=100)
-    cooling_type = serializers.ChoiceField(choices=list(COOLING_TYPES), required=False)
+    cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
     pue = serializers.FloatField(
         min_value=1.0, required=False, allow_null=True, help_text="Default: the cooling's."
     )
@@ -135,6 +137,25 @@ class ExplicitSiteSerializer(serializers.Serializer):
     currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 1, "description": "Inventory site id."},
+            {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "cooling_type": {"type": "string", "enum": list(COOLING_TYPES)},
+                    "pue": {"type": "number", "minimum": 1},
+                    "tariff_per_kwh": {"type": "number", "minimum": 0},
+                    "grid_carbon_g_per_kwh": {"type": "number", "minimum": 0},
+                    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                },
+            },
+        ]
+    }
+)
 class SiteEntryField(serializers.Field):
     """A site by inventory id, or an explicit {name, pue, tariff_per_kwh, ...} object."""
 
@@ -219,8 +240,9 @@ class OverridesSerializer(serializers.Serializer):
     checkpoint_save_hours = non_negative_float(required=False, allow_null=True)
     restart_hours = non_negative_float(required=False, allow_null=True)
     checkpoint_interval_hours = positive_float(required=False, allow_null=True)
-    checkpoint_interval_rule = serializers.ChoiceField(
-        choices=list(INTERVAL_RULES), required=False, allow_null=True
+    # Plain text, not a choice field: the schema already names this choice set interval_rule.
+    checkpoint_interval_rule = serializers.CharField(
+        required=False, allow_null=True, help_text=f"One of {', '.join(INTERVAL_RULES)}."
     )
     comm_overlap_share = serializers.FloatField(
         min_value=0, max_value=1, required=False, allow_null=True
@@ -233,6 +255,11 @@ class OverridesSerializer(serializers.Serializer):
     max_cards = serializers.IntegerField(
         min_value=1, max_value=10 * DEFAULT_MAX_CARDS, required=False, allow_null=True
     )
+
+    def validate_checkpoint_interval_rule(self, value):
+        if value is not None and value not in INTERVAL_RULES:
+            raise serializers.ValidationError(f"Must be one of {', '.join(INTERVAL_RULES)}.")
+        return value
 
     def validate(self, attrs):
         _either_or(attrs, "mfu", "achieved_tflops_per_card")
@@ -380,7 +407,7 @@ class TrainingEstimateInputSerializer(serializers.Serializer):
     effective_time = share_float(required=False, allow_null=True, help_text="Default 1.")
     utilization = share_float(required=False, allow_null=True, help_text="Default 1.")
     pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
-    cooling_type = serializers.ChoiceField(choices=list(COOLING_TYPES), required=False)
+    cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
     tariff_per_kwh = non_negative_float(required=False, allow_null=True)
     grid_carbon_g_per_kwh = non_negative_float(required=False, allow_null=True)
     price_per_card_hour = non_negative_float(
