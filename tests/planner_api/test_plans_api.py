@@ -138,6 +138,10 @@ def _nested(body: dict, path: str):
         ({"options_spec": {"pools": [999_999]}}, "options_spec.pools"),
         ({"options_spec": {}}, "options_spec.accelerators"),
         ({"overrides": {"mfu": 1.5}}, "overrides.mfu"),
+        (
+            {"overrides": {"checkpoint_interval_rule": "weekly"}},
+            "overrides.checkpoint_interval_rule",
+        ),
         ({"overrides": {"mfu": 0.5, "achieved_tflops_per_card": 100}}, "overrides.mfu"),
         ({"levers": [{"name": "mfu_upgrade", "one_off_cost": 1}]}, "levers"),
         ({"name": ""}, "name"),
@@ -249,3 +253,78 @@ def test_option_frame_takes_one_query_per_table(demo_fleet, django_assert_max_nu
     cards_from_pools = options[options["source"] == "pool"]
     assert len(options) == len(spec["accelerators"]) * 3 * 3 + len(cards_from_pools)
     assert set(cards_from_pools["pool"]) == set(Pool.objects.values_list("name", flat=True))
+
+
+def test_superseded_run_cannot_overwrite(planner, payload, django_capture_on_commit_callbacks):
+    from planner import plans
+    from planner.tasks import compute_plan
+
+    with django_capture_on_commit_callbacks(execute=False):
+        plan = plans.create_plan(owner=planner, name="race", **_inputs(payload))
+        old_run = str(plan.run_id)
+        plans.recompute_plan(plan)
+    assert plans.finish(plan.pk, old_run, results={"x": 1}, summary={}, snapshot={}) is False
+    plans.fail(plan.pk, old_run, "late failure")
+    # A redelivered task of the old run does nothing either.
+    assert compute_plan(plan.pk, old_run) == {"skipped": "superseded or deleted"}
+    plan.refresh_from_db()
+    assert plan.results is None and plan.status == "queued" and plan.error == ""
+
+
+def test_seed_002_through_a_plan_with_overrides(planner, demo_fleet):
+    from planner import plans
+    from planner.models import Plan
+
+    plan = Plan(
+        name="Megatron",
+        owner=planner,
+        workload={"model_params": 175e9, "tokens": 300e9, "flops_per_param_token": 8},
+        options_spec={"accelerators": ["A100 SXM4 80GB"], "cards": [1024]},
+        overrides={
+            "achieved_tflops_per_card": 140,
+            "scaling": 1,
+            "effective_time": 1,
+            "utilization": 1,
+        },
+    )
+    results, summary, snapshot = plans.compute(plan)
+    (row,) = results["options"]
+    assert row["days"] == pytest.approx(34, rel=0.05)
+    assert row["state_gb"] == pytest.approx(2800, rel=0.01)
+    assert row["min_cards_memory"] >= 35
+    assert row["mfu_provenance"] == row["utilization_provenance"] == "modeled"
+    assert summary["fastest"]["option_id"] == 0
+    assert snapshot["options"][0]["achieved_tflops_per_card"] == 140
+
+
+def test_choose_for_me_grid_is_computed_in_chunks_with_progress(planner, demo_fleet):
+    from inventory.models import AcceleratorModel, Site
+    from planner import plans
+    from planner.models import Plan
+
+    names = list(AcceleratorModel.objects.values_list("name", flat=True))
+    plan = Plan(
+        name="grid",
+        owner=planner,
+        workload={"model_params": 70e9, "tokens": 1.4e12},
+        options_spec={
+            "accelerators": names,
+            "cards": [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536],
+            "sites": list(Site.objects.values_list("pk", flat=True)),
+        },
+        levers=[{"name": "mfu_upgrade", "one_off_cost": 1e6, "mfu": 0.6}],
+    )
+    seen: list[int] = []
+    results, summary, _ = plans.compute(plan, on_progress=seen.append)
+    assert summary["options"] == len(names) * 9 * 2
+    assert len(seen) >= 1 + summary["options"] // plans.MIN_OPTIONS_PER_CHUNK
+    assert seen == sorted(seen) and seen[-1] == 95
+    # Ranks and the Pareto front span the whole grid, not one chunk.
+    rows = results["options"]
+    assert sorted(r["rank_by_cost"] for r in rows if r["rank_by_cost"] == 1) == [1]
+    cheapest = min((r for r in rows if r["feasible"]), key=lambda r: r["total_cost"])
+    assert cheapest["option_id"] == summary["cheapest"]["option_id"]
+    assert cheapest["on_pareto_front"]
+    shortlisted = set(results["sensitivity_option_ids"])
+    assert len(shortlisted) < summary["feasible"]
+    assert {r["option_id"] for r in results["levers"]} == shortlisted
