@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from accounting.selectors import apply_measured_usage
 from inventory.models import NodeGroup, Pool
 from planner.engine.aggregate import aggregate_factors
 from planner.engine.cost import energy_and_cost
@@ -259,6 +260,11 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
     if pools.empty:
         return [], {"cluster_id": cluster_id, "pools": [], "node_groups": []}
     groups = node_group_frame(pools["pool_id"].tolist())
+    if not groups.empty:
+        # Usage records that cover the period replace modeled values (provenance measured).
+        pools, groups = apply_measured_usage(
+            pools, groups, cluster_id, analysis.period_start, analysis.period_end
+        )
     inputs = {"cluster_id": cluster_id, "pools": records(pools), "node_groups": records(groups)}
     if groups.empty:
         return [], inputs

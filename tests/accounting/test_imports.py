@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 
 import pytest
@@ -169,7 +170,7 @@ def test_sreport_rows_upsert_and_overlapping_periods_are_rejected(alpha, import_
         48.0,
         384.0,
     )
-    assert row.period_end - row.period_start == __import__("datetime").timedelta(days=1)
+    assert row.period_end - row.period_start == dt.timedelta(days=1)
     _, counts = import_text(alpha, SREPORT_TEXT, kind="sreport")
     assert (counts.records_created, counts.records_unchanged) == (0, 1)
     overlapping = SREPORT_TEXT.replace("2024-03-01T00:00:00", "2024-02-29T12:00:00")

@@ -1,0 +1,93 @@
+"""django-filter filtersets for the accounting API lists (usage records, import jobs)."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q
+from rest_framework.exceptions import ValidationError
+
+from accounting.models import (
+    GresAlias,
+    ImportJob,
+    JobState,
+    PartitionMapping,
+    SreportUtilization,
+    UsageRecord,
+)
+from inventory.models import AcceleratorModel, Cluster, Pool
+
+
+class UsageRecordFilterSet(django_filters.FilterSet):
+    cluster = django_filters.ModelChoiceFilter(queryset=Cluster.objects.all())
+    pool = django_filters.ModelChoiceFilter(queryset=Pool.objects.all())
+    team = django_filters.CharFilter(field_name="account", label="Account / team (exact)")
+    user = django_filters.CharFilter()
+    partition = django_filters.CharFilter()
+    accelerator = django_filters.CharFilter(
+        method="filter_accelerator", label="Card model (id or catalog name)"
+    )
+    state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
+    job_id = django_filters.CharFilter()
+    start = django_filters.IsoDateTimeFilter(
+        method="filter_running_after", label="Held cards at or after this time"
+    )
+    end = django_filters.IsoDateTimeFilter(
+        method="filter_running_before", label="Started before this time"
+    )
+
+    class Meta:
+        model = UsageRecord
+        fields = ["cluster", "pool", "team", "user", "partition", "accelerator", "state", "job_id"]
+
+    def filter_accelerator(self, queryset, name, value):
+        if value.isdigit():
+            found = AcceleratorModel.objects.filter(pk=int(value)).exists()
+            lookup = {"accelerator_id": int(value)}
+        else:
+            found = AcceleratorModel.objects.filter(name=value).exists()
+            lookup = {"accelerator__name": value}
+        if not found:
+            raise ValidationError({"accelerator": [f'No card model "{value}" in the catalog.']})
+        return queryset.filter(**lookup)
+
+    def filter_running_after(self, queryset, name, value):
+        return queryset.filter(Q(end__gt=value) | Q(end__isnull=True))
+
+    def filter_running_before(self, queryset, name, value):
+        return queryset.filter(start__lt=value)
+
+    def is_valid(self):
+        valid = super().is_valid()
+        start, end = self.form.cleaned_data.get("start"), self.form.cleaned_data.get("end")
+        if valid and start and end and end <= start:
+            self.form.add_error("end", "Must be after start.")
+            return False
+        return valid
+
+
+class ImportJobFilterSet(django_filters.FilterSet):
+    cluster = django_filters.ModelChoiceFilter(queryset=Cluster.objects.all())
+
+    class Meta:
+        model = ImportJob
+        fields = ["cluster", "kind", "status"]
+
+
+class GresAliasFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = GresAlias
+        fields = ["accelerator"]
+
+
+class PartitionMappingFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = PartitionMapping
+        fields = ["cluster", "pool", "partition"]
+
+
+class SreportUtilizationFilterSet(django_filters.FilterSet):
+    cluster = django_filters.ModelChoiceFilter(queryset=Cluster.objects.all())
+
+    class Meta:
+        model = SreportUtilization
+        fields = ["cluster", "tres_name"]

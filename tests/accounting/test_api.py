@@ -1,0 +1,217 @@
+"""The accounting REST API: permissions, validation, upload limits, query counts, the worker."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from accounting.models import ImportJob, UsageRecord
+from tests.accounting.conftest import SACCT_LINES, sacct_text
+
+REPORTS = ("utilization", "costs", "chargeback")
+PERIOD = {"start": "2024-03-01", "end": "2024-03-02", "granularity": "day"}
+
+
+def upload(client, text: str, **fields):
+    form = {
+        "file": SimpleUploadedFile("sacct.txt", text.encode(), content_type="text/plain"),
+        "kind": "sacct",
+        "cluster": "alpha",
+        **fields,
+    }
+    return client.post("/api/v1/usage-records/import/", form, format="multipart")
+
+
+@pytest.mark.django_db
+def test_anonymous_gets_401_everywhere(alpha, client_for):
+    client = client_for(None)
+    assert client.get("/api/v1/usage-records/").status_code == 401
+    assert client.get("/api/v1/import-jobs/").status_code == 401
+    for report in REPORTS:
+        assert client.get(f"/api/v1/accounting/{report}/", PERIOD).status_code == 401
+    assert upload(client, sacct_text()).status_code == 401
+
+
+@pytest.mark.django_db
+def test_viewer_reads_but_cannot_import(alpha, client_for, viewer, import_text):
+    import_text(alpha, sacct_text())
+    client = client_for(viewer)
+    listed = client.get("/api/v1/usage-records/")
+    assert listed.status_code == 200 and listed.json()["count"] == 3
+    for report in REPORTS:
+        answer = client.get(f"/api/v1/accounting/{report}/", {**PERIOD, "cluster": "alpha"})
+        assert answer.status_code == 200, answer.content
+    assert upload(client, sacct_text()).status_code == 403
+    assert client.post("/api/v1/gres-aliases/", {}).status_code == 403
+    assert ImportJob.objects.count() == 1  # only the fixture's
+
+
+@pytest.mark.django_db
+def test_planner_upload_is_accepted_and_queued(alpha, client_for, planner):
+    answer = upload(client_for(planner), sacct_text(), timezone="Europe/Berlin")
+    assert answer.status_code == 202, answer.content
+    body = answer.json()
+    assert body["status"] == "queued" and body["progress"] == 0
+    assert body["cluster"] == alpha.pk and body["source_name"] == "sacct.txt"
+    job = ImportJob.objects.get(pk=body["id"])
+    assert job.file and job.timezone == "Europe/Berlin" and job.created_by == planner
+
+
+@pytest.mark.django_db
+def test_upload_validation_names_the_field(alpha, client_for, planner, settings):
+    client = client_for(planner)
+    assert "kind" in upload(client, sacct_text(), kind="slurm").json()
+    assert "cluster" in upload(client, sacct_text(), cluster="nope").json()
+    assert "timezone" in upload(client, sacct_text(), timezone="Mars/Olympus").json()
+    missing = client.post("/api/v1/usage-records/import/", {"kind": "sacct"}, format="multipart")
+    assert missing.status_code == 400 and "file" in missing.json()
+
+    settings.FLEETWISE_USAGE_UPLOAD_MAX_BYTES = 200
+    too_large = upload(client, sacct_text())
+    assert too_large.status_code == 413
+    assert too_large.json()["max_bytes"] == 200
+    assert "upload limit of 200 bytes" in too_large.json()["detail"]
+    assert ImportJob.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"start": "2024-03-02", "end": "2024-03-01"}, "end"),
+        ({"granularity": "hour"}, "granularity"),
+        ({"cluster": "nope"}, "cluster"),
+        ({"cluster": "99999"}, "cluster"),
+        ({"accelerator": "Z9000"}, "accelerator"),
+        ({"team": "nobody"}, "team"),
+        ({"group_by": "cluster,galaxy"}, "group_by"),
+        ({"start": "yesterday"}, "start"),
+    ],
+)
+def test_report_filters_are_validated(alpha, client_for, viewer, import_text, query, field):
+    import_text(alpha, sacct_text())
+    client = client_for(viewer)
+    for report in REPORTS:
+        if field == "team" and report == "costs":
+            continue  # costs have no team filter
+        if field == "group_by" and report == "chargeback":
+            continue  # chargeback is per team
+        answer = client.get(f"/api/v1/accounting/{report}/", {**PERIOD, **query})
+        assert answer.status_code == 400, (report, answer.content)
+        assert field in answer.json(), (report, answer.json())
+
+
+@pytest.mark.django_db
+def test_chargeback_idle_rule_is_validated_and_applied(alpha, client_for, viewer, import_text):
+    import_text(alpha, sacct_text())
+    client = client_for(viewer)
+    bad = client.get("/api/v1/accounting/chargeback/", {**PERIOD, "idle_rule": "random"})
+    assert bad.status_code == 400 and "idle_rule" in bad.json()
+    for rule in ("none", "proportional", "even"):
+        body = client.get("/api/v1/accounting/chargeback/", {**PERIOD, "idle_rule": rule}).json()
+        assert body["idle_rule"] == rule
+        charged = sum(row["chargeback_cost"] for row in body["rows"])
+        assert charged == pytest.approx(body["totals"][0]["total_cost"])
+
+
+@pytest.mark.django_db
+def test_reports_accept_names_and_group_by(alpha, client_for, viewer, import_text):
+    import_text(alpha, sacct_text())
+    client = client_for(viewer)
+    body = client.get(
+        "/api/v1/accounting/utilization/",
+        {
+            **PERIOD,
+            "cluster": "Test DC/alpha",
+            "accelerator": "H100 SXM5 80GB",
+            "group_by": "pool,team",
+        },
+    ).json()
+    assert body["group_by"] == ["pool", "team"]
+    assert {(row["pool"], row["team"]) for row in body["rows"]} == {
+        ("h100", "team-a"),
+        ("h100", "team-b"),
+        ("h100", "team-c"),
+    }
+    assert body["coverage"][0]["records"] == 3
+    costs = client.get("/api/v1/accounting/costs/", {**PERIOD, "group_by": "site,pool"}).json()
+    assert [(row["site"], row["pool"]) for row in costs["rows"]] == [("Test DC", "h100")]
+    assert costs["rows"][0]["factor_provenance"]["utilization"] == "measured"
+
+
+@pytest.mark.django_db
+def test_usage_record_list_is_filtered_and_has_no_n_plus_one(
+    alpha, client_for, viewer, import_text
+):
+    client = client_for(viewer)
+    import_text(alpha, sacct_text(SACCT_LINES[:4]))  # 2 records
+
+    def queries_for(path: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(path).status_code == 200
+        return len(captured)
+
+    few = queries_for("/api/v1/usage-records/")
+    more = [
+        line.replace("1002|1002|", f"{n}|{n}|").replace(
+            "2024-02-29T23:50:00", f"2024-02-2{n % 9}T00:00:00"
+        )
+        for n, line in ((4000 + n, SACCT_LINES[3]) for n in range(30))
+    ]
+    import_text(alpha, sacct_text(SACCT_LINES[:4] + more))
+    assert UsageRecord.objects.count() == 32
+    assert queries_for("/api/v1/usage-records/") == few
+    assert queries_for("/api/v1/import-jobs/") <= few
+
+    body = client.get("/api/v1/usage-records/", {"team": "team-a", "state": "completed"}).json()
+    assert [row["job_id"] for row in body["results"]] == ["1001"]
+    assert body["results"][0]["accelerator_name"] == "H100 SXM5 80GB"
+    assert body["results"][0]["pool_name"] == "h100"
+    page = client.get("/api/v1/usage-records/", {"page_size": 10, "ordering": "start"}).json()
+    assert page["count"] == 32 and len(page["results"]) == 10
+    window = client.get(
+        "/api/v1/usage-records/",
+        {"start": "2024-03-01T13:00:00Z", "end": "2024-03-01T14:00:00Z"},
+    ).json()
+    assert [row["job_id"] for row in window["results"]] == ["1001"]
+    assert client.get("/api/v1/usage-records/", {"cluster": 99999}).status_code == 400
+    assert "accelerator" in client.get("/api/v1/usage-records/", {"accelerator": "Z"}).json()
+    bad_window = client.get("/api/v1/usage-records/", {"start": "2024-03-02", "end": "2024-03-01"})
+    assert bad_window.status_code == 400 and "end" in bad_window.json()
+
+
+def wait_for_job(client, job_id: int, timeout_s: float = 60) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        body = client.get(f"/api/v1/import-jobs/{job_id}/").json()
+        if body["status"] in ("succeeded", "failed"):
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"import {job_id} still {body['status']} after {timeout_s}s")
+
+
+@pytest.mark.worker
+def test_upload_runs_through_the_worker(celery_worker, alpha, client_for, planner):
+    client = client_for(planner)
+    accepted = upload(client, sacct_text())
+    assert accepted.status_code == 202, accepted.content
+    done = wait_for_job(client, accepted.json()["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["progress"] == 100
+    assert (done["records_created"], done["records_skipped"], done["lines_read"]) == (3, 2, 8)
+    assert UsageRecord.objects.count() == 3
+
+    # The same file again: accepted, imported, nothing changes.
+    again = wait_for_job(client, upload(client, sacct_text()).json()["id"])
+    assert (again["records_created"], again["records_unchanged"]) == (0, 3)
+
+    # A bad file fails with its lines listed; the records stored before stay as they were.
+    bad = sacct_text([SACCT_LINES[0].replace("COMPLETED", "EXPLODED"), SACCT_LINES[3]])
+    failed = wait_for_job(client, upload(client, bad).json()["id"])
+    assert failed["status"] == "failed"
+    assert failed["issues"] == ["line 2, column State: unknown state 'EXPLODED'"]
+    assert UsageRecord.objects.count() == 3

@@ -1,0 +1,190 @@
+"""Utilization, cost and chargeback of the 16-card cluster of conftest, computed by hand.
+
+Inventory: 16 H100 cards (700 W TDP) in service all day 2024-03-01: 16 × 24 = 384 card-h.
+Jobs: A = 48 + 48 + 16 = 112 allocated card-h; the node_fail job's 16 card-h are lost (L).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from accounting import selectors
+from planner.engine.cost import UNALLOCATED_IDLE_TEAM
+from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
+
+pytestmark = pytest.mark.django_db
+
+AVAILABLE = 16 * 24  # 384 card-h
+ALLOCATED = 48 + 48 + 16  # 112 card-h
+LOST = 16  # the node_fail job
+
+# Cost of the day, by hand (spec §7, planner.engine.cost defaults: busy load 75 % of TDP,
+# idle 15 %, 2,000 W per 8-card node of overhead = 250 W per card):
+OWNERSHIP_PER_CARD_H = 30_000 / (5 * 8_760)  # 0.684931... USD per card-hour
+COMPUTE_COST = OWNERSHIP_PER_CARD_H * AVAILABLE  # 263.0137 USD: idle cards cost too
+BUSY_KW = 0.700 * 0.75 + 0.250  # 0.775 kW per busy card
+IDLE_KW = 0.700 * 0.15 + 0.250  # 0.355 kW per idle card
+IT_KWH = BUSY_KW * ALLOCATED + IDLE_KW * (AVAILABLE - ALLOCATED)  # 86.8 + 96.56 = 183.36 kWh
+FACILITY_KWH = IT_KWH * 1.25  # PUE 1.25 → 229.2 kWh
+ENERGY_COST = FACILITY_KWH * 0.20  # 45.84 USD
+TOTAL_COST = COMPUTE_COST + ENERGY_COST  # 308.8537 USD
+ENERGY_OVERHEAD_COST = ENERGY_COST * 0.25 / 1.25  # the PUE share: 9.168 USD
+CO2_TONNES = FACILITY_KWH * 400 / 1e6  # 0.09168 t
+# Chargeback: a used card-hour costs ownership + busy energy = 0.684931 + 0.775 × 1.25 × 0.20.
+USED_RATE = OWNERSHIP_PER_CARD_H + BUSY_KW * 1.25 * 0.20  # 0.878682 USD
+IDLE_COST = TOTAL_COST - USED_RATE * ALLOCATED  # 308.8537 − 98.4123 = 210.4414 USD
+
+
+def scope(**options) -> selectors.AccountingScope:
+    options.setdefault("granularity", "day")
+    return selectors.AccountingScope(DAY_START, DAY_END, **options)
+
+
+def only_row(report: dict) -> dict:
+    assert len(report["rows"]) == 1, report["rows"]
+    return report["rows"][0]
+
+
+def test_measured_utilization_and_effective_time_by_hand(alpha, import_text):
+    import_text(alpha, sacct_text())
+    row = only_row(selectors.utilization_report(scope()))
+    assert row["cluster"] == "alpha" and row["provenance"] == "measured"
+    assert row["available_card_hours"] == AVAILABLE
+    assert row["allocated_card_hours"] == ALLOCATED
+    assert row["lost_card_hours"] == LOST
+    # Without sreport data there is no Down time: utilization = A / C = 112 / 384.
+    assert row["utilization"] == pytest.approx(112 / 384)
+    # effective_time = (A − L) / A = 96 / 112.
+    assert row["effective_time"] == pytest.approx(96 / 112)
+
+
+def test_sreport_downtime_enters_available_hours_and_effective_time(alpha, import_text):
+    import_text(alpha, sacct_text())
+    import_text(alpha, SREPORT_TEXT, kind="sreport")  # Down 24, PLND Down 48 card-h
+    row = only_row(selectors.utilization_report(scope()))
+    # Available C = 384 − 48 planned down = 336; D = 24 unplanned Down.
+    assert row["available_card_hours"] == 336 and row["down_card_hours"] == 24
+    # utilization = (A + D) / C = 136 / 336; effective_time = (A − L) / (A + D) = 96 / 136.
+    assert row["utilization"] == pytest.approx(136 / 336)
+    assert row["effective_time"] == pytest.approx(96 / 136)
+    assert row["productive_share"] == pytest.approx(96 / 336)
+
+
+def test_utilization_by_team_pool_and_accelerator_and_per_day(alpha, import_text):
+    import_text(alpha, sacct_text())
+    by_team = selectors.utilization_report(scope(group_by=("team",)))["rows"]
+    shares = {row["team"]: row["utilization"] for row in by_team}
+    # Each team's allocated card-hours over the cluster's 384 available.
+    assert shares == pytest.approx({"team-a": 48 / 384, "team-b": 48 / 384, "team-c": 16 / 384})
+    assert sum(shares.values()) == pytest.approx(112 / 384)
+    team_c = next(row for row in by_team if row["team"] == "team-c")
+    assert team_c["effective_time"] == 0.0  # all of team-c's work was lost
+
+    by_pool = only_row(selectors.utilization_report(scope(group_by=("pool", "accelerator"))))
+    assert (by_pool["pool"], by_pool["accelerator"]) == ("h100", "H100 SXM5 80GB")
+    assert by_pool["utilization"] == pytest.approx(112 / 384)
+
+    two_days = selectors.AccountingScope(DAY_START, DAY_END + dt.timedelta(days=1), "day")
+    days = selectors.utilization_report(two_days)["rows"]
+    assert [row["allocated_card_hours"] for row in days] == [112, 0]
+    assert days[1]["utilization"] == 0.0
+
+    one_team = selectors.utilization_report(scope(team="team-b"))["rows"]
+    assert [(row["team"], row["allocated_card_hours"]) for row in one_team] == [("team-b", 48)]
+
+
+def test_cost_of_the_day_by_hand(alpha, import_text):
+    import_text(alpha, sacct_text())
+    report = selectors.cost_report(scope())
+    row = only_row(report)
+    assert row["currency"] == "USD"
+    assert row["card_hours"] == AVAILABLE and row["allocated_card_hours"] == ALLOCATED
+    assert row["compute_cost"] == pytest.approx(COMPUTE_COST)
+    assert row["it_energy_mwh"] == pytest.approx(IT_KWH / 1000)
+    assert row["facility_energy_mwh"] == pytest.approx(FACILITY_KWH / 1000)
+    assert row["energy_cost"] == pytest.approx(ENERGY_COST)
+    assert row["energy_overhead_cost"] == pytest.approx(ENERGY_OVERHEAD_COST)
+    assert row["total_cost"] == pytest.approx(TOTAL_COST)
+    assert row["co2_tonnes"] == pytest.approx(CO2_TONNES)
+    assert row["idle_cost"] == pytest.approx(IDLE_COST)
+    # 308.8537 / 112 = 2.7576 USD per allocated card-hour.
+    assert row["cost_per_allocated_card_hour"] == pytest.approx(TOTAL_COST / ALLOCATED)
+    # Peak: 16 cards × 989 TFLOPS × 1 day = 15.824 PFLOP-days, times the five-factor product.
+    assert row["peak_pflop_days"] == pytest.approx(16 * 989 / 1000)
+    factors = row["factors"]
+    assert factors["energy"] == pytest.approx(1 / 1.25)  # measured PUE
+    assert factors["utilization"] == pytest.approx(112 / 384)
+    assert factors["effective_time"] == pytest.approx(96 / 112)
+    for name in ("energy", "utilization", "effective_time"):
+        assert row["factor_provenance"][name] == "measured"
+    product = 1.0
+    for value in factors.values():
+        product *= value
+    assert row["effective_utilization"] == pytest.approx(product)
+    assert row["effective_pflop_days"] == pytest.approx(16 * 989 / 1000 * product)
+    assert row["cost_per_effective_pflop_day"] == pytest.approx(
+        TOTAL_COST / (16 * 989 / 1000 * product)
+    )
+    # Money lost: (1 − product) of the total, split over the factors by −ln(factor).
+    assert row["lost_cost"] == pytest.approx(TOTAL_COST * (1 - product))
+    assert sum(row["lost_cost_by_factor"].values()) == pytest.approx(row["lost_cost"])
+    logs = {name: -math.log(value) for name, value in factors.items()}
+    assert row["lost_cost_by_factor"]["utilization"] == pytest.approx(
+        row["lost_cost"] * logs["utilization"] / sum(logs.values())
+    )
+    assert report["totals"][0]["total_cost"] == pytest.approx(TOTAL_COST)
+
+
+@pytest.mark.parametrize("idle_rule", ["none", "proportional", "even"])
+def test_chargeback_sums_to_the_total_under_every_idle_rule(alpha, import_text, idle_rule):
+    import_text(alpha, sacct_text())
+    report = selectors.chargeback_report(scope(idle_rule=idle_rule))
+    charges = {row["team"]: row for row in report["rows"]}
+    assert sum(row["chargeback_cost"] for row in charges.values()) == pytest.approx(TOTAL_COST)
+    assert report["totals"][0]["total_cost"] == pytest.approx(TOTAL_COST)
+    # Used cost: 48 × 0.878682 = 42.1767 for team-a and team-b, 16 × 0.878682 for team-c.
+    assert charges["team-a"]["used_cost"] == pytest.approx(48 * USED_RATE)
+    assert charges["team-c"]["used_cost"] == pytest.approx(16 * USED_RATE)
+    idle = {team: row["idle_cost_share"] for team, row in charges.items()}
+    if idle_rule == "proportional":  # 48:48:16 of the idle cost
+        assert idle["team-a"] == pytest.approx(IDLE_COST * 48 / 112)
+        assert idle["team-c"] == pytest.approx(IDLE_COST * 16 / 112)
+    elif idle_rule == "even":
+        assert idle["team-a"] == pytest.approx(IDLE_COST / 3)
+        assert idle["team-c"] == pytest.approx(IDLE_COST / 3)
+    else:
+        assert idle[UNALLOCATED_IDLE_TEAM] == pytest.approx(IDLE_COST)
+        assert idle["team-a"] == 0
+
+
+def test_chargeback_per_day_reconciles_each_bucket(alpha, import_text):
+    import_text(alpha, sacct_text())
+    two_days = selectors.AccountingScope(
+        DAY_START, DAY_END + dt.timedelta(days=1), "day", idle_rule="even"
+    )
+    report = selectors.chargeback_report(two_days)
+    assert len(report["totals"]) == 2
+    for total in report["totals"]:
+        charged = sum(
+            row["chargeback_cost"]
+            for row in report["rows"]
+            if row["bucket_start"] == total["bucket_start"]
+        )
+        assert charged == pytest.approx(total["total_cost"])
+        assert total["charged_cost"] == pytest.approx(total["total_cost"])
+    # Nobody used the second day: no team to share its cost with, so it stays not charged.
+    second = [r for r in report["rows"] if r["bucket_start"] == report["totals"][1]["bucket_start"]]
+    assert [r["team"] for r in second] == [UNALLOCATED_IDLE_TEAM]
+
+
+def test_team_filter_lists_one_team_but_totals_cover_all(alpha, import_text):
+    import_text(alpha, sacct_text())
+    report = selectors.chargeback_report(scope(team="team-b"))
+    assert [row["team"] for row in report["rows"]] == ["team-b"]
+    assert report["totals"][0]["total_cost"] == pytest.approx(TOTAL_COST)
+    assert report["totals"][0]["charged_cost"] == pytest.approx(
+        48 * USED_RATE + IDLE_COST * 48 / 112
+    )
