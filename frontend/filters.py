@@ -31,13 +31,14 @@ class PoolChoiceFilter(django_filters.ModelChoiceFilter):
 class ListFilterMixin:
     """Select boxes offer "Any" rather than a row of dashes."""
 
-    @property
-    def form(self):
-        form = super().form
-        for form_field in form.fields.values():
-            if getattr(form_field, "empty_label", None) is not None:
-                form_field.empty_label = "Any"
-        return form
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Set before the form fields are built: a built select caches its empty choice.
+        for list_filter in self.filters.values():
+            if isinstance(
+                list_filter, django_filters.ChoiceFilter | django_filters.ModelChoiceFilter
+            ):
+                list_filter.extra["empty_label"] = "Any"
 
 
 class SiteListFilter(ListFilterMixin, SiteFilterSet):

@@ -275,10 +275,16 @@ class InventoryFormMixin(InventoryContextMixin, PlannerRequiredMixin):
     def is_update(self) -> bool:
         return isinstance(self, UpdateView)
 
+    def get_object(self, queryset=None):
+        obj = super().get_object(queryset)
+        # The form writes submitted values onto the instance; titles keep the stored name.
+        self.stored_label = str(obj)
+        return obj
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         name = self.model._meta.verbose_name
-        context["title"] = f"Edit {name} {self.object}" if self.is_update else f"New {name}"
+        context["title"] = f"Edit {name} {self.stored_label}" if self.is_update else f"New {name}"
         context["cancel_url"] = (
             detail_url_of(self.object) if self.is_update else context["list_url"]
         )

@@ -65,6 +65,9 @@ def test_planner_creates_edits_and_deletes_a_site(planner_client):
     site.refresh_from_db()
     assert site.pue == 1.05
 
+    invalid = planner_client.post(f"/inventory/sites/{site.pk}/edit/", {"name": ""})
+    assert "<h1>Edit site Oslo</h1>" in invalid.content.decode()
+
     assert planner_client.get(f"/inventory/sites/{site.pk}/delete/").status_code == 200
     deleted = planner_client.post(f"/inventory/sites/{site.pk}/delete/")
     assert deleted.status_code == 302 and deleted["Location"] == "/inventory/sites/"
@@ -360,3 +363,12 @@ def test_lists_paginate(viewer_client):
     assert "Page 1 of 2" in first and "site-049" in first and "site-050" not in first
     second = viewer_client.get("/inventory/sites/", {"page": 2, "name": "site"}).content.decode()
     assert "site-054" in second and "?page=1&amp;name=site" in second
+
+
+def test_filter_selects_offer_any_and_every_filter_is_labelled(viewer_client, demo_fleet):
+    html = viewer_client.get("/inventory/node-groups/").content.decode()
+    form = html.split('role="search"', 1)[1].split("</form>", 1)[0]
+    for name in ["site", "cluster", "pool", "accelerator"]:
+        assert f'<label for="id_{name}">' in form
+    assert form.count('<option value="" selected>Any</option>') == 4
+    assert "Ulanqab DC2 (liquid) / train-hetero / mixed-a100-h100" in form
