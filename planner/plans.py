@@ -509,7 +509,10 @@ def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, An
         }
         if with_mfu > 0:  # card-weighted mean of the node groups' measured MFU
             row["mfu"] = float(part["mfu_cards"].sum()) / with_mfu
-        if first["pool__planned_utilization"] is not None:
+        # As in analyses: the pool's field beats its site's and cluster's assumptions, and
+        # only the pool's own assumptions beat the field.
+        pool_assumes = "utilization_planned" in (first["pool__assumptions"] or {})
+        if first["pool__planned_utilization"] is not None and not pool_assumes:
             row["utilization"] = first["pool__planned_utilization"]
             row["utilization_provenance"] = "modeled"  # a planning assumption, as in analyses
         if row["capital_cost_per_card"] is None and row["rental_price_per_card_hour"] is None:

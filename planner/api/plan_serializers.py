@@ -183,7 +183,18 @@ def _unique(values: list) -> list:
 
 
 class OptionsSpecSerializer(serializers.Serializer):
-    """Which options to evaluate (docs/capacity-planning.md; the plan API section)."""
+    """Which options to evaluate. For example::
+
+        {"accelerators": ["H100 SXM5 80GB", 4], "cards": [512, 1024],
+         "sites": [2, {"name": "Cloud EU", "pue": 1.3, "tariff_per_kwh": 0.2}],
+         "pools": [7], "cost_basis": "rental"}
+
+    New cards: every card model × card count (or deadline) × site, priced by the catalog's
+    rental price (or, with cost_basis "purchase", its list price amortized). Sites by id bring
+    their measured PUE (else the cooling default), tariff, carbon and assumptions. Each
+    existing pool adds one option per card model in it, at the pool's own size, with its
+    site's figures, its cluster's fabric and ownership terms and its measured MFU.
+    """
 
     accelerators = serializers.ListField(
         child=CatalogKeyField(), required=False, max_length=MAX_CHOICES, help_text="New cards."

@@ -328,3 +328,28 @@ def test_choose_for_me_grid_is_computed_in_chunks_with_progress(planner, demo_fl
     shortlisted = set(results["sensitivity_option_ids"])
     assert len(shortlisted) < summary["feasible"]
     assert {r["option_id"] for r in results["levers"]} == shortlisted
+
+
+def test_inventory_assumptions_and_terms_reach_the_options(demo_fleet):
+    from inventory.models import Cluster, Pool, Site
+    from planner import plans
+
+    pool = Pool.objects.get(name="ascend-910b")
+    Site.objects.filter(pk=pool.cluster.site_id).update(assumptions={"restart_h": 0.5})
+    Cluster.objects.filter(pk=pool.cluster_id).update(assumptions={"mtbf_card_h": 50_000})
+    Pool.objects.filter(pk=pool.pk).update(assumptions={"utilization_planned": 0.9})
+    spec = {"accelerators": ["L4"], "cards": [8], "sites": [pool.cluster.site_id]}
+    options, _ = plans.build_options({**spec, "pools": [pool.pk]}, {"scaling": 0.8})
+    at_site, in_pool = options.iloc[0], options.iloc[1]
+    assert at_site["restart_hours"] == 0.5 and at_site["cooling_type"] == "direct_liquid"
+    assert at_site["rental_price_per_card_hour"] > 0 and at_site["source"] == "catalog"
+    assert in_pool["restart_hours"] == 0.5 and in_pool["mtbf_card_hours"] == 50_000
+    # The pool's own assumption beats its planned_utilization field (0.6), as in analyses.
+    assert in_pool["utilization"] == 0.9 and in_pool["utilization_provenance"] == "modeled"
+    assert in_pool["cards"] == 64 * 8 and in_pool["fabric"] == "roce"
+    # Cluster opex is per cluster; the cost model gets it per card.
+    assert in_pool["yearly_opex_per_card"] == pytest.approx(800_000 / (64 * 8))
+    assert in_pool["capital_cost_per_card"] == 22_000 and in_pool["amortization_years"] == 5
+    # A plan-wide override applies to every option.
+    assert (options["scaling"] == 0.8).all()
+    assert (options["scaling_provenance"] == "modeled").all()
