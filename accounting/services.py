@@ -24,6 +24,8 @@ import datetime as dt
 import io
 import itertools
 import logging
+import queue
+import threading
 import time
 import uuid
 import zoneinfo
@@ -400,28 +402,56 @@ class UsageWriter:
 
 
 class PostgresUsageWriter(UsageWriter):
-    """COPY into a temporary table, then one INSERT ... ON CONFLICT per chunk."""
+    """COPY into a temporary table, then one INSERT ... ON CONFLICT per chunk.
+
+    Cheap to send: the constant cluster and import ids are SQL literals, not COPY columns,
+    and times travel as integer microseconds (formatting datetimes as text costs more than
+    the rest of the CSV). Foreign keys are checked per statement (``SET CONSTRAINTS ALL
+    IMMEDIATE``) instead of all at COMMIT, so the server checks them while the next chunk is
+    being parsed.
+    """
 
     STAGE = "accounting_usage_stage"
 
-    def __init__(self, db_connection) -> None:
+    def __init__(self, db_connection, cluster_id: int, import_job_id: int | None) -> None:
         super().__init__(db_connection)
-        columns = ", ".join(self.quote(c) for c in USAGE_DB_COLUMNS)
+        quote = self.quote
+        self.copy_columns = [
+            c for c in USAGE_DB_COLUMNS if c not in ("cluster_id", "import_job_id")
+        ]
+        staged = ", ".join(
+            f"0::bigint AS {quote(c)}" if c in DATETIME_COLUMNS else quote(c)
+            for c in self.copy_columns
+        )
         with db_connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"DROP TABLE IF EXISTS {self.STAGE}")
             cursor.execute(
                 f"CREATE TEMPORARY TABLE {self.STAGE} ON COMMIT DROP AS "  # noqa: S608
-                f"SELECT {columns} FROM {self.table} WITH NO DATA"
+                f"SELECT {staged} FROM {self.table} WITH NO DATA"
             )
-        text_columns = ", ".join(self.quote(c) for c in TEXT_COLUMNS)
+        text_columns = ", ".join(quote(c) for c in TEXT_COLUMNS)
         self.copy_sql = (
-            f"COPY {self.STAGE} ({columns}) FROM STDIN "
-            f"WITH (FORMAT csv, FORCE_NOT_NULL ({text_columns}))"
+            f"COPY {self.STAGE} ({', '.join(quote(c) for c in self.copy_columns)}) "
+            f"FROM STDIN WITH (FORMAT csv, FORCE_NOT_NULL ({text_columns}))"
         )
-        key = ", ".join(self.quote(c) for c in UPSERT_KEY)
+        literals = {
+            "cluster_id": str(int(cluster_id)),
+            "import_job_id": "NULL" if import_job_id is None else str(int(import_job_id)),
+        }
+        select = ", ".join(
+            literals[c]
+            if c in literals
+            else f"TIMESTAMPTZ 'epoch' + s.{quote(c)} * INTERVAL '1 microsecond'"
+            if c in DATETIME_COLUMNS
+            else f"s.{quote(c)}"
+            for c in USAGE_DB_COLUMNS
+        )
+        columns = ", ".join(quote(c) for c in USAGE_DB_COLUMNS)
+        key = ", ".join(quote(c) for c in UPSERT_KEY)
         self.upsert_sql = (
             f"WITH changed AS (INSERT INTO {self.table} AS t ({columns}) "  # noqa: S608
-            f"SELECT {columns} FROM {self.STAGE} "
+            f"SELECT {select} FROM {self.STAGE} AS s "
             f"ON CONFLICT ({key}) DO UPDATE SET {self._set_clause('EXCLUDED')} "
             f"WHERE {self._row('t')} IS DISTINCT FROM {self._row('EXCLUDED')} "
             "RETURNING (xmax = 0) AS inserted) "
@@ -432,8 +462,11 @@ class PostgresUsageWriter(UsageWriter):
     def write(self, rows: pd.DataFrame) -> None:
         if rows.empty:
             return
+        staged = rows[self.copy_columns].copy()
+        for name in DATETIME_COLUMNS:
+            staged[name] = _epoch_microseconds(staged[name])
         buffer = io.StringIO()
-        rows.to_csv(buffer, header=False, index=False, na_rep="", lineterminator="\n")
+        staged.to_csv(buffer, header=False, index=False, na_rep="", lineterminator="\n")
         with self.connection.cursor() as cursor:
             with cursor.cursor.copy(self.copy_sql) as copy:
                 copy.write(buffer.getvalue())
@@ -443,6 +476,13 @@ class PostgresUsageWriter(UsageWriter):
         self.created += created
         self.updated += updated
         self.written += len(rows)
+
+
+def _epoch_microseconds(values: pd.Series) -> pd.Series:
+    """Aware datetimes → integer microseconds since 1970 UTC (nullable)."""
+    naive = values.astype("datetime64[us, UTC]").dt.tz_localize(None)
+    micros = naive.to_numpy().view("int64")
+    return pd.Series(pd.array(micros, dtype="Int64"), index=values.index).mask(values.isna())
 
 
 class SqliteUsageWriter(UsageWriter):
@@ -481,9 +521,9 @@ class SqliteUsageWriter(UsageWriter):
         self.updated = self.changed - self.created
 
 
-def usage_writer(cluster_id: int) -> UsageWriter:
+def usage_writer(cluster_id: int, import_job_id: int | None) -> UsageWriter:
     if connection.vendor == "postgresql":
-        return PostgresUsageWriter(connection)
+        return PostgresUsageWriter(connection, cluster_id, import_job_id)
     if connection.vendor == "sqlite":
         return SqliteUsageWriter(connection, cluster_id)
     raise NotImplementedError(f"usage import does not support {connection.vendor}")
@@ -519,6 +559,57 @@ def _usage_chunks(
     raise ValueError(f"not a usage-record kind: {job.kind}")
 
 
+_DONE = object()
+
+
+def prefetched(chunks: Iterator[pd.DataFrame], depth: int = 1) -> Iterator[pd.DataFrame]:
+    """Iterate ``chunks`` in a background thread, ``depth`` chunks ahead of the consumer.
+
+    The parser (numpy/pandas, releasing the GIL in its C loops) reads and validates the next
+    chunk while this thread waits on the database. Memory stays bounded: at most
+    ``depth`` + 2 chunks exist at once. A parser error is re-raised here, in order; when the
+    consumer stops early the parser thread stops too and the parser is closed.
+    """
+    handoff: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def offer(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not offer((chunk, None)):
+                    return
+        except BaseException as exc:  # re-raised in the consumer
+            offer((_DONE, exc))
+            return
+        offer((_DONE, None))
+
+    worker = threading.Thread(target=produce, name="usage-parser", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = handoff.get()
+            if item is _DONE:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
 def _import_usage(
     job: ImportJob,
     source: str | IO[bytes],
@@ -532,10 +623,10 @@ def _import_usage(
     def on_block(block: ParseProgress) -> None:
         last_block[:] = [block]
 
-    writer = usage_writer(context.cluster.pk)
+    writer = usage_writer(context.cluster.pk, job.pk)
     cluster_names = _ClusterNameCheck()
     unknown_gres: set[str] = set()
-    for chunk in _usage_chunks(job, source, context, on_block, stats):
+    for chunk in prefetched(_usage_chunks(job, source, context, on_block, stats)):
         issues = cluster_names.issues(chunk["cluster"], chunk["source_line"].to_numpy())
         rows, too_long = usage_rows(chunk, context, job.pk)
         if issues or too_long:
@@ -924,7 +1015,7 @@ def run_import_job(job_id: int, run_id: str) -> dict[str, Any]:
         recorder.close()
     return {
         "import_job_id": job_id,
-        "status": ImportStatus.SUCCEEDED,
+        "status": "succeeded",
         "records_created": counts.records_created,
         "records_updated": counts.records_updated,
         "records_unchanged": counts.records_unchanged,
