@@ -59,22 +59,7 @@ class AssumptionsFormMixin:
 class SiteForm(AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Site
-        fields = [
-            "name",
-            "location",
-            "cooling_type",
-            "pue",
-            "pue_confirmed",
-            "metered_facility_energy_kwh",
-            "metered_it_energy_kwh",
-            "metered_period_start",
-            "metered_period_end",
-            "tariff_per_kwh",
-            "currency",
-            "grid_carbon_g_per_kwh",
-            "assumptions",
-            "notes",
-        ]
+        fields = list(Site.EDITABLE_FIELDS)
         labels = FIELD_LABELS
         widgets = {
             "metered_period_start": ISO_DATE,
@@ -87,22 +72,7 @@ class SiteForm(AssumptionsFormMixin, forms.ModelForm):
 class AcceleratorModelForm(forms.ModelForm):
     class Meta:
         model = AcceleratorModel
-        fields = [
-            "vendor",
-            "name",
-            "dense_bf16_tflops",
-            "dense_fp8_tflops",
-            "memory_gb",
-            "memory_bandwidth_tbs",
-            "tdp_w",
-            "intra_node_interconnect_gbs",
-            "default_training_mfu",
-            "list_price",
-            "rental_price_per_card_hour",
-            "currency",
-            "confidence",
-            "source",
-        ]
+        fields = list(AcceleratorModel.EDITABLE_FIELDS)
         labels = FIELD_LABELS
         widgets = {"source": short_textarea()}
 
@@ -110,19 +80,7 @@ class AcceleratorModelForm(forms.ModelForm):
 class ClusterForm(AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Cluster
-        fields = [
-            "site",
-            "name",
-            "fabric",
-            "inter_node_bandwidth_gbps_per_card",
-            "commissioned_on",
-            "capital_cost_per_card",
-            "amortization_years",
-            "yearly_opex",
-            "rental_price_per_card_hour",
-            "assumptions",
-            "notes",
-        ]
+        fields = list(Cluster.EDITABLE_FIELDS)
         labels = FIELD_LABELS
         widgets = {
             "commissioned_on": ISO_DATE,

@@ -72,6 +72,23 @@ class AssumptionsMixin(models.Model):
 
 class Site(AssumptionsMixin, models.Model):
     assumptions_scope = "site"
+    # What a user edits, in order: shared by the API, the forms and the bulk import.
+    EDITABLE_FIELDS = (
+        "name",
+        "location",
+        "cooling_type",
+        "pue",
+        "pue_confirmed",
+        "metered_facility_energy_kwh",
+        "metered_it_energy_kwh",
+        "metered_period_start",
+        "metered_period_end",
+        "tariff_per_kwh",
+        "currency",
+        "grid_carbon_g_per_kwh",
+        "assumptions",
+        "notes",
+    )
 
     name = models.CharField(max_length=100, unique=True)
     location = models.CharField(max_length=200, blank=True)
@@ -151,6 +168,23 @@ class Site(AssumptionsMixin, models.Model):
 class AcceleratorModel(models.Model):
     """One entry of the card catalog; looked up by `name` or id."""
 
+    EDITABLE_FIELDS = (
+        "vendor",
+        "name",
+        "dense_bf16_tflops",
+        "dense_fp8_tflops",
+        "memory_gb",
+        "memory_bandwidth_tbs",
+        "tdp_w",
+        "intra_node_interconnect_gbs",
+        "default_training_mfu",
+        "list_price",
+        "rental_price_per_card_hour",
+        "currency",
+        "confidence",
+        "source",
+    )
+
     vendor = models.CharField(max_length=50)
     name = models.CharField(max_length=100, unique=True)
     dense_bf16_tflops = models.FloatField(
@@ -194,6 +228,19 @@ class AcceleratorModel(models.Model):
 
 class Cluster(AssumptionsMixin, models.Model):
     assumptions_scope = "cluster"
+    EDITABLE_FIELDS = (
+        "site",
+        "name",
+        "fabric",
+        "inter_node_bandwidth_gbps_per_card",
+        "commissioned_on",
+        "capital_cost_per_card",
+        "amortization_years",
+        "yearly_opex",
+        "rental_price_per_card_hour",
+        "assumptions",
+        "notes",
+    )
 
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="clusters")
     name = models.CharField(max_length=100)

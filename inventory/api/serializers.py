@@ -45,47 +45,13 @@ class AcceleratorField(serializers.PrimaryKeyRelatedField):
 class SiteSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = Site
-        fields = [
-            "id",
-            "name",
-            "location",
-            "cooling_type",
-            "pue",
-            "pue_confirmed",
-            "metered_facility_energy_kwh",
-            "metered_it_energy_kwh",
-            "metered_period_start",
-            "metered_period_end",
-            "tariff_per_kwh",
-            "currency",
-            "grid_carbon_g_per_kwh",
-            "assumptions",
-            "notes",
-            "created",
-            "updated",
-        ]
+        fields = ["id", *Site.EDITABLE_FIELDS, "created", "updated"]
 
 
 class AcceleratorModelSerializer(ModelCleanMixin, serializers.ModelSerializer):
     class Meta:
         model = AcceleratorModel
-        fields = [
-            "id",
-            "vendor",
-            "name",
-            "dense_bf16_tflops",
-            "dense_fp8_tflops",
-            "memory_gb",
-            "memory_bandwidth_tbs",
-            "tdp_w",
-            "intra_node_interconnect_gbs",
-            "default_training_mfu",
-            "list_price",
-            "rental_price_per_card_hour",
-            "currency",
-            "confidence",
-            "source",
-        ]
+        fields = ["id", *AcceleratorModel.EDITABLE_FIELDS]
 
 
 class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
@@ -93,23 +59,7 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = [
-            "id",
-            "site",
-            "site_name",
-            "name",
-            "fabric",
-            "inter_node_bandwidth_gbps_per_card",
-            "commissioned_on",
-            "capital_cost_per_card",
-            "amortization_years",
-            "yearly_opex",
-            "rental_price_per_card_hour",
-            "assumptions",
-            "notes",
-            "created",
-            "updated",
-        ]
+        fields = ["id", "site_name", *Cluster.EDITABLE_FIELDS, "created", "updated"]
 
 
 class NodeGroupSerializer(ModelCleanMixin, serializers.ModelSerializer):
