@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from accounting.models import SreportUtilization, UsageRecord
 from inventory.models import AcceleratorModel, Cluster, NodeGroup
@@ -101,10 +102,16 @@ def usage_records_queryset() -> QuerySet[UsageRecord]:
 def _frame(queryset: QuerySet, columns: dict[str, str], times: Sequence[str] = ()) -> pd.DataFrame:
     """Run ``queryset.values_list`` through a raw cursor: rows straight into pandas.
 
-    Skipping the per-value model converters matters at 10⁵ rows; times are parsed once,
-    vectorised (SQLite returns text, PostgreSQL aware datetimes).
+    Skipping the per-value converters matters at 10⁵ rows: times are read as text (a cast
+    in SQL) and parsed once, vectorised, instead of one Python datetime per value.
     """
-    sql, params = queryset.values_list(*columns.values()).query.sql_with_params()
+    text_of = {name: f"_{name}_text" for name in times}
+    if text_of:
+        queryset = queryset.annotate(
+            **{alias: Cast(columns[name], TextField()) for name, alias in text_of.items()}
+        )
+    fields = [text_of.get(name, field) for name, field in columns.items()]
+    sql, params = queryset.values_list(*fields).query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -24,6 +24,7 @@ import datetime as dt
 import io
 import itertools
 import logging
+import os
 import queue
 import threading
 import time
@@ -36,8 +37,10 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 from django.conf import settings
+from django.core.exceptions import SuspiciousFileOperation
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
+from django.utils.text import get_valid_filename
 
 from accounting.models import (
     GresAlias,
@@ -859,7 +862,12 @@ def create_import_job(
         created_by=user if user is not None and user.is_authenticated else None,
     )
     if upload is not None:
-        job.file.save(f"{uuid.uuid4().hex}-{job.source_name}"[-200:], upload, save=False)
+        # A fresh, safe name: the user's file name only survives as a readable suffix.
+        try:
+            safe_name = get_valid_filename(os.path.basename(job.source_name))[-80:]
+        except SuspiciousFileOperation:
+            safe_name = "usage"
+        job.file.save(f"{uuid.uuid4().hex}-{safe_name}", upload, save=False)
     job.save()
     if queue:
         _queue(job)

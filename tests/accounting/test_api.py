@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
@@ -215,3 +216,79 @@ def test_upload_runs_through_the_worker(celery_worker, alpha, client_for, planne
     assert failed["status"] == "failed"
     assert failed["issues"] == ["line 2, column State: unknown state 'EXPLODED'"]
     assert UsageRecord.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_failed_import_can_be_retried(alpha, client_for, planner, viewer):
+    from accounting import services
+
+    accepted = upload(client_for(planner), sacct_text([SACCT_LINES[0].replace("|1|", "|x|")]))
+    job = ImportJob.objects.get(pk=accepted.json()["id"])
+    services.run_import_job(job.pk, str(job.run_id))  # what the worker does, here in-line
+    job.refresh_from_db()
+    assert job.status == "failed" and job.issues[0].startswith("line 2, column NNodes")
+    assert client_for(viewer).post(f"/api/v1/import-jobs/{job.pk}/retry/").status_code == 403
+    retried = client_for(planner).post(f"/api/v1/import-jobs/{job.pk}/retry/")
+    assert retried.status_code == 202
+    assert retried.json()["status"] == "queued" and retried.json()["issues"] == []
+    # The superseded run can no longer write its outcome.
+    assert services.run_import_job(job.pk, str(job.run_id)) == {"skipped": "superseded or deleted"}
+
+
+@pytest.mark.django_db
+def test_gres_aliases_and_partition_mappings_are_editable(alpha, client_for, planner):
+    client = client_for(planner)
+    created = client.post(
+        "/api/v1/gres-aliases/",
+        {"gres_type": "NVIDIA-Hopper", "accelerator": "H100 SXM5 80GB"},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["gres_type"] == "hopper"
+    unknown = client.post(
+        "/api/v1/gres-aliases/", {"gres_type": "x", "accelerator": "Z9000"}, format="json"
+    )
+    assert unknown.status_code == 400 and "accelerator" in unknown.json()
+
+    from inventory.models import Cluster, Pool
+
+    other = Cluster.objects.create(site=alpha.site, name="beta")
+    foreign_pool = Pool.objects.create(cluster=other, name="p")
+    mismatch = client.post(
+        "/api/v1/partition-mappings/",
+        {"cluster": alpha.pk, "partition": "gpu", "pool": foreign_pool.pk},
+        format="json",
+    )
+    assert mismatch.status_code == 400 and "pool" in mismatch.json()
+    mapped = client.post(
+        "/api/v1/partition-mappings/",
+        {"cluster": alpha.pk, "partition": "gpu", "accelerator": "H100 SXM5 80GB"},
+        format="json",
+    )
+    assert mapped.status_code == 201, mapped.content
+
+
+@pytest.mark.django_db
+def test_every_accounting_endpoint_is_documented_without_warnings(capsys):
+    import yaml
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("spectacular", "--validate", stdout=out)
+    warnings = capsys.readouterr().err
+    for name in ("accounting", "usage", "import", "chargeback", "gres", "partition", "sreport"):
+        assert name not in warnings.lower(), warnings  # warnings name the view and serializer
+    schema = yaml.safe_load(out.getvalue())
+    paths = schema["paths"]
+    upload_operation = paths["/api/v1/usage-records/import/"]["post"]
+    assert "multipart/form-data" in upload_operation["requestBody"]["content"]
+    assert {"202", "400", "413"} <= set(upload_operation["responses"])
+    for report in REPORTS:
+        operation = paths[f"/api/v1/accounting/{report}/"]["get"]
+        names = {parameter["name"] for parameter in operation["parameters"]}
+        assert {"cluster", "accelerator", "start", "end", "granularity"} <= names, report
+        assert "200" in operation["responses"]
+    assert "idle_rule" in {
+        p["name"] for p in paths["/api/v1/accounting/chargeback/"]["get"]["parameters"]
+    }
+    assert "/api/v1/usage-records/" in paths and "/api/v1/import-jobs/{id}/" in paths
