@@ -374,11 +374,16 @@ def coverage_rows(cluster_ids: Sequence[int] | None) -> list[dict[str, Any]]:
     ]
 
 
-def records_cover_period(cluster_id: int, period_start: dt.datetime, period_end: dt.datetime):
-    """True when the cluster's usage (or sreport) data spans the whole period.
+def records_cover_period(
+    cluster_id: int, period_start: dt.datetime, period_end: dt.datetime
+) -> bool:
+    """True when the cluster's accounting data spans the whole period.
 
-    The period starts no earlier than the cluster's commissioning. Slack: the smaller of a
-    day and 5 % of the period, so an export taken a few hours early still counts.
+    Needs usage records inside the period, and the span of the usage records and sreport
+    periods together must reach both ends (an sreport for the period says the cluster was
+    accounted for until its end even when the last job ended earlier). The period starts no
+    earlier than the cluster's commissioning. Slack at either end: the smaller of a day and
+    5 % of the period, so an export taken a few hours early still counts.
     """
     commissioned = Cluster.objects.filter(pk=cluster_id).values_list("commissioned_on", flat=True)
     start = period_start
@@ -388,16 +393,16 @@ def records_cover_period(cluster_id: int, period_start: dt.datetime, period_end:
     if start >= period_end:
         return False
     slack = min(COVERAGE_SLACK, (period_end - start) * COVERAGE_SLACK_SHARE)
-    usage = UsageRecord.objects.filter(cluster_id=cluster_id).aggregate(
-        first=Min("start"), last_start=Max("start"), last_end=Max("end")
-    )
+    records = UsageRecord.objects.filter(cluster_id=cluster_id)
+    inside = records.filter(start__lt=period_end).filter(Q(end__gt=start) | Q(end__isnull=True))
+    if not inside.exists():
+        return False
+    usage = records.aggregate(first=Min("start"), last_start=Max("start"), last_end=Max("end"))
     reports = SreportUtilization.objects.filter(cluster_id=cluster_id).aggregate(
         first=Min("period_start"), last=Max("period_end")
     )
     firsts = [t for t in (usage["first"], reports["first"]) if t is not None]
     lasts = [t for t in (usage["last_start"], usage["last_end"], reports["last"]) if t]
-    if not firsts or not lasts:
-        return False
     return min(firsts) <= start + slack and max(lasts) >= period_end - slack
 
 

@@ -277,10 +277,17 @@ def _max_lengths() -> dict[str, int]:
 
 
 class _ClusterNameCheck:
-    """Every record of one file must come from one scheduler cluster."""
+    """Every record of one file must come from one cluster.
 
-    def __init__(self) -> None:
-        self.name: str | None = None
+    Slurm output (sacct, sreport) may name the cluster as Slurm knows it, which can differ
+    from the inventory's name, so only consistency is checked. A CSV or XLSX file is written
+    for Fleetwise: its ``cluster`` column must name the cluster being imported into.
+    """
+
+    def __init__(self, expected: str | None = None, column: str = "Cluster") -> None:
+        self.expected = expected
+        self.name: str | None = expected
+        self.column = column
 
     def issues(self, names: pd.Series, lines: np.ndarray) -> list[LineIssue]:
         if names.empty:
@@ -288,13 +295,15 @@ class _ClusterNameCheck:
         if self.name is None:
             self.name = str(names.iloc[0])
         other = (names != self.name).to_numpy()
-        return [
-            LineIssue(
-                int(line),
-                "Cluster",
-                f"the file mixes scheduler clusters ('{self.name}' and '{name}'); "
-                "import one cluster per file (sacct -M <name>)",
+        if self.expected is not None:
+            reason = "'{name}' is not the cluster being imported into ('" + self.name + "')"
+        else:
+            reason = (
+                "the file mixes scheduler clusters ('" + self.name + "' and '{name}'); "
+                "import one cluster per file (sacct -M <name>)"
             )
+        return [
+            LineIssue(int(line), self.column, reason.format(name=name))
             for line, name in zip(lines[other][:MAX_ISSUES], names[other][:MAX_ISSUES], strict=True)
         ]
 
@@ -627,7 +636,11 @@ def _import_usage(
         last_block[:] = [block]
 
     writer = usage_writer(context.cluster.pk, job.pk)
-    cluster_names = _ClusterNameCheck()
+    cluster_names = (
+        _ClusterNameCheck()
+        if job.kind == ImportKind.SACCT
+        else _ClusterNameCheck(expected=context.cluster.name, column="cluster")
+    )
     unknown_gres: set[str] = set()
     for chunk in prefetched(_usage_chunks(job, source, context, on_block, stats)):
         issues = cluster_names.issues(chunk["cluster"], chunk["source_line"].to_numpy())

@@ -36,6 +36,12 @@ def test_analysis_without_covering_records_stays_modeled(alpha, import_text):
     assert pool["utilization_provenance"] == "modeled"
 
 
+def test_an_sreport_alone_does_not_make_measured_utilization(alpha, import_text):
+    import_text(alpha, SREPORT_TEXT, kind="sreport")
+    assert not records_cover_period(alpha.pk, DAY_START, DAY_END)
+    assert analyse(alpha)["pools"][0]["utilization_provenance"] == "modeled"
+
+
 def test_analysis_of_a_cluster_with_usage_records_is_measured(alpha, import_text):
     import_text(alpha, sacct_text())
     import_text(alpha, SREPORT_TEXT, kind="sreport")  # the report spans the whole day

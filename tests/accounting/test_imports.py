@@ -217,3 +217,12 @@ def test_import_usage_command(alpha, tmp_path, capsys):
     assert failed.issues == ["line 2, column State: unknown state 'EXPLODED'"]
     with pytest.raises(CommandError, match="No cluster named"):
         call_command("import_usage", str(path), "--kind", "sacct", "--cluster", "nope")
+
+
+def test_a_csv_must_name_the_cluster_it_is_imported_into(alpha, import_text):
+    with pytest.raises(UsageValidationError) as caught:
+        import_text(alpha, CSV_TEXT.replace("alpha,j-2", "beta,j-2"), kind="csv")
+    assert [str(i) for i in caught.value.issues] == [
+        "line 3, column cluster: 'beta' is not the cluster being imported into ('alpha')"
+    ]
+    assert UsageRecord.objects.count() == 0

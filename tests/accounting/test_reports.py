@@ -87,6 +87,9 @@ def test_utilization_by_team_pool_and_accelerator_and_per_day(alpha, import_text
     assert (by_pool["pool"], by_pool["accelerator"]) == ("h100", "H100 SXM5 80GB")
     assert by_pool["utilization"] == pytest.approx(112 / 384)
 
+    by_site = only_row(selectors.utilization_report(scope(group_by=("site",))))
+    assert (by_site["site"], by_site["utilization"]) == ("Test DC", pytest.approx(112 / 384))
+
     two_days = selectors.AccountingScope(DAY_START, DAY_END + dt.timedelta(days=1), "day")
     days = selectors.utilization_report(two_days)["rows"]
     assert [row["allocated_card_hours"] for row in days] == [112, 0]
