@@ -29,7 +29,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from accounting.models import SreportUtilization, UsageRecord
-from inventory.models import AcceleratorModel, Cluster, NodeGroup
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.engine.cost import (
     IDLE_RULES,
     chargeback,
@@ -305,14 +305,10 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
         frame["cluster_id"] = frame["cluster"].astype("Int64")
         frame["cluster"] = frame["cluster_id"].map(names).fillna(UNKNOWN)
     if "pool" in columns:
-        from inventory.models import Pool
-
         names = dict(Pool.objects.values_list("pk", "name"))
         frame["pool_id"] = frame["pool"].astype("Int64")
         frame["pool"] = frame["pool_id"].map(names).fillna(UNKNOWN)
     if "site" in columns:
-        from inventory.models import Site
-
         names = dict(Site.objects.values_list("pk", "name"))
         frame["site_id"] = frame["site"].astype("Int64")
         frame["site"] = frame["site_id"].map(names).fillna(UNKNOWN)

@@ -653,7 +653,11 @@ def _import_usage(
         writer.write(rows)
         if report is not None and last_block:
             block = last_block[0]
-            report(ImportProgress(block.bytes_read, block.total_bytes, block.lines_read, 0))
+            report(
+                ImportProgress(
+                    block.bytes_read, block.total_bytes, block.lines_read, writer.written
+                )
+            )
     writer.close()
     if last_block:
         counts.bytes_read = last_block[0].bytes_read
