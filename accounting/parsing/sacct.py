@@ -606,7 +606,8 @@ class _ChunkContext:
         model = records["gres_type"].map(table["accelerator_model"]).astype("str")
         fraction = records["gres_type"].map(table["card_fraction"]).fillna(1.0).to_numpy()
         records["mig_profile"] = records["gres_type"].map(table["mig_profile"])
-        untyped_model = records["partition"].map(self.partition_models)
+        # A string dtype from the start: a lookup that matches nothing would otherwise be float.
+        untyped_model = records["partition"].map(self.partition_models).astype("str")
         if self.default_model is not None:
             untyped_model = untyped_model.fillna(self.default_model)
         records["accelerator_model"] = model.where(typed, untyped_model.astype("str"))
