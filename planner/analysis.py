@@ -6,13 +6,12 @@ the engine for one part of an analysis, `summarise` aggregates the parts to the 
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from accounting.selectors import apply_measured_usage
+from config.frames import json_rows, json_value
 from inventory.models import NodeGroup, Pool
 from planner.engine.aggregate import aggregate_factors
 from planner.engine.cost import energy_and_cost
@@ -72,8 +71,15 @@ def _overrides_frame(records: list[dict], id_key: str) -> pd.DataFrame:
     return frame.dropna(axis=1, how="all") if not frame.empty else frame
 
 
-def pool_frame(cluster_id: int, pool_id: int | None, duration_h: float) -> pd.DataFrame:
-    pools = Pool.objects.filter(cluster_id=cluster_id)
+def pool_frame(
+    cluster_id: int | Sequence[int], pool_id: int | None, duration_h: float
+) -> pd.DataFrame:
+    """The engine's pool inputs of one cluster (or of several, in one query)."""
+    if isinstance(cluster_id, int):
+        pools = Pool.objects.filter(cluster_id=cluster_id)
+    else:
+        # Cluster by cluster, as one query per cluster would have listed them.
+        pools = Pool.objects.filter(cluster_id__in=cluster_id).order_by("cluster_id", "name")
     if pool_id is not None:
         pools = pools.filter(pk=pool_id)
     records = list(
@@ -228,31 +234,6 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     return result
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, (np.floating, float)):
-        return None if math.isnan(value) or math.isinf(value) else float(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if value is None or isinstance(value, (str, int, bool)):
-        return value
-    if pd.isna(value):
-        return None
-    return str(value)
-
-
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Frame rows as JSON-safe dicts (NaN → None, categoricals → str)."""
-    frame = frame.reset_index()
-    return [
-        {column: _json_value(value) for column, value in zip(frame.columns, row, strict=True)}
-        for row in frame.itertuples(index=False, name=None)
-    ]
-
-
 def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], dict]:
     """One part: every pool of a cluster (or the one pool of a pool-scope analysis)."""
     pool_id = analysis.object_id if analysis.scope == Scope.POOL else None
@@ -265,10 +246,14 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
         pools, groups = apply_measured_usage(
             pools, groups, cluster_id, analysis.period_start, analysis.period_end
         )
-    inputs = {"cluster_id": cluster_id, "pools": records(pools), "node_groups": records(groups)}
+    inputs = {
+        "cluster_id": cluster_id,
+        "pools": json_rows(pools, index=True),
+        "node_groups": json_rows(groups, index=True),
+    }
     if groups.empty:
         return [], inputs
-    return records(evaluate_frames(pools, groups)), inputs
+    return json_rows(evaluate_frames(pools, groups), index=True), inputs
 
 
 def _aggregate(frame: pd.DataFrame, by: list[str]) -> list[dict]:
@@ -278,7 +263,7 @@ def _aggregate(frame: pd.DataFrame, by: list[str]) -> list[dict]:
             [{"site_id": "site", "cluster_id": "cluster"}[by[-1]]]
         ]
         summary = summary.join(names, on=by)
-    return records(summary)
+    return json_rows(summary, index=True)
 
 
 def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
@@ -309,9 +294,9 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
     frame = pd.DataFrame.from_records(rows)
     for name in FACTOR_NAMES:
         frame[f"{name}_provenance"] = frame[f"{name}_provenance"].astype(str)
-    summary = records(aggregate_factors(frame, None))[0]
+    summary = json_rows(aggregate_factors(frame, None), index=True)[0]
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
-    summary["total_cost"] = _json_value(frame["total_cost"].sum(min_count=1))
+    summary["total_cost"] = json_value(frame["total_cost"].sum(min_count=1))
     results = {
         **base,
         "summary": summary,

@@ -54,6 +54,9 @@ class Analysis(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     succeeded_at = models.DateTimeField(null=True, blank=True)
     duration_s = models.FloatField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of a worker running it (recovery)."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -144,6 +147,20 @@ class Plan(models.Model):
     )
     cloned_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones"
+    )
+    stale = models.BooleanField(
+        default=False,
+        help_text="A site, cluster, pool, node group or card model the plan used changed "
+        "after its last successful run began.",
+    )
+    inventory_changed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an inventory edit last touched the plan's inputs."
+    )
+    inventory_refs = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Inventory ids the options use: {"site": [..], "cluster": [..], "pool": [..], '
+        '"accelerator": [..]} (what an edit must touch to make the plan stale).',
     )
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -10,6 +10,7 @@ node groups, clusters' card totals), never one query per option.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -18,10 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.db import transaction
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
 from django.utils import timezone
 
 from access.roles import ADMIN, has_role
+from accounting.models import UsageRecord
+from accounting.selectors import apply_measured_usage
+from config.dispatch import send_or_defer
+from config.frames import json_rows
 from inventory.models import AcceleratorModel, NodeGroup, Pool, Site
 from planner.engine.capacity import (
     DEFAULT_MAX_CARDS,
@@ -46,6 +51,8 @@ SHORTLIST_PER_RANKING = 10  # sensitivity and levers cover the Pareto front plus
 DEFAULT_AMORTIZATION_YEARS = 5.0  # planning convention for purchased cards (as the demo fleet)
 MAX_COMPARED_PLANS = 10
 GB = 1e9
+DEFAULT_HISTORY_DAYS = 90  # a quarter of accounting: recent enough, long enough to smooth weeks
+MIN_HISTORY = dt.timedelta(days=1)  # less than a day of records says little about a pool
 
 # Inventory assumptions keys (site → cluster → pool overrides) that are planner columns.
 ASSUMPTION_COLUMNS = {
@@ -56,9 +63,17 @@ ASSUMPTION_COLUMNS = {
     "dp_overlap_share": "comm_overlap_share",
     "utilization_planned": "utilization",
 }
-FACTOR_OVERRIDES = ("mfu", "achieved_tflops_per_card", "scaling", "effective_time", "utilization")
-# Where a factor override's provenance lives (achieved TFLOP/s sets the MFU).
-PROVENANCE_COLUMN = {"achieved_tflops_per_card": "mfu_provenance"}
+FACTOR_OVERRIDES = (
+    "mfu",
+    "achieved_tflops_per_card",
+    "scaling",
+    "effective_time",
+    "utilization",
+    "pue",
+)
+# Where a factor override's provenance lives (achieved TFLOP/s sets the MFU, PUE the energy).
+PROVENANCE_COLUMN = {"achieved_tflops_per_card": "mfu_provenance", "pue": "energy_provenance"}
+OVERRIDE = "override"  # provenance of a value entered for this plan: it beats measured ones
 
 # Results and export: (column name with its unit, engine column, scale).
 OPTION_COLUMNS: tuple[tuple[str, str, float], ...] = (
@@ -159,30 +174,6 @@ class PlanInputError(ValueError):
     def __init__(self, errors: Mapping[str, Any]):
         self.errors = dict(errors)
         super().__init__("; ".join(f"{key}: {value}" for key, value in self.errors.items()))
-
-
-def _json_value(value: Any) -> Any:
-    """A frame cell as JSON: NaN, inf and NA → None; numpy scalars → Python."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, (str, dict, list)):
-        return value
-    return None if pd.isna(value) else str(value)
-
-
-def json_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Frame rows as JSON-safe dicts; the index is left out (keep ids in columns)."""
-    columns = list(frame.columns)
-    return [
-        {column: _json_value(value) for column, value in zip(columns, row, strict=True)}
-        for row in frame.itertuples(index=False, name=None)
-    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,8 +295,8 @@ def _site_columns(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _resolve_accelerators(keys: list[Any]) -> list[dict[str, Any]]:
     """Catalog rows for names or ids, in the order given (one query)."""
-    names = [k for k in keys if isinstance(k, str) and not k.isdigit()]
-    ids = [int(k) for k in keys if not (isinstance(k, str) and not k.isdigit())]
+    names = [k for k in keys if isinstance(k, str) and not k.isdecimal()]
+    ids = [int(k) for k in keys if not (isinstance(k, str) and not k.isdecimal())]
     found = AcceleratorModel.objects.filter(Q(name__in=names) | Q(pk__in=ids)).values(
         *_CATALOG_FIELDS
     )
@@ -421,9 +412,81 @@ def _catalog_options(spec: Mapping[str, Any], warnings: list[str]) -> list[dict[
     return rows
 
 
-def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, Any]]:
+def _history_windows(
+    cluster_ids: list[int], end: dt.datetime, days: float
+) -> dict[int, tuple[dt.datetime, dt.datetime]]:
+    """Per cluster, the last `days` before `end` trimmed to the span its usage records cover
+    (one query); clusters with no records there, or less than a day of them, are left out."""
+    start = end - dt.timedelta(days=days)
+    spans = (
+        UsageRecord.objects.filter(cluster_id__in=cluster_ids, start__lt=end)
+        .filter(Q(end__gt=start) | Q(end__isnull=True))
+        .values("cluster_id")
+        .annotate(
+            first=Min("start"),
+            last_start=Max("start"),
+            last_end=Max("end"),
+            running=Count("pk", filter=Q(end__isnull=True)),
+        )
+        .order_by()
+    )
+    windows = {}
+    for span in spans:
+        ends = [t for t in (span["last_start"], span["last_end"]) if t is not None]
+        last = end if span["running"] else max(ends)
+        window = (max(start, span["first"]), min(end, last))
+        if window[1] - window[0] >= MIN_HISTORY:
+            windows[span["cluster_id"]] = window
+    return windows
+
+
+def _measured_history(
+    groups: pd.DataFrame, end: dt.datetime, days: float
+) -> tuple[pd.DataFrame, dict[int, dict[str, Any]]]:
+    """Accounting's measured values for pools with usage history (as analyses use them).
+
+    Returns the node groups with MFU filled from jobs that carry one, and per pool the
+    measured utilization and job-log effective time with the window they cover.
+    """
+    frame = groups.rename(
+        columns={"node_count": "nodes", "accelerator__name": "accelerator"}
+    ).assign(mfu=groups["mfu"].astype(float))
+    windows = _history_windows(frame["pool__cluster_id"].unique().tolist(), end, days)
+    measured: dict[int, dict[str, Any]] = {}
+    filled = []
+    for cluster_id, part in frame.groupby("pool__cluster_id", sort=False):
+        if cluster_id not in windows:
+            filled.append(part)
+            continue
+        start, stop = windows[cluster_id]
+        hours = (stop - start).total_seconds() / 3600.0
+        pools = pd.DataFrame({"pool_id": part["pool_id"].unique(), "duration_h": hours})
+        pools, part = apply_measured_usage(pools, part, int(cluster_id), start, stop)
+        filled.append(part)
+        for pool in pools.to_dict("records"):
+            values: dict[str, Any] = {"measured_from": start, "measured_to": stop}
+            utilization = pool.get("utilization_measured")
+            if utilization is not None and utilization > 0:  # 0 is no history, not a factor
+                values["utilization"] = min(float(utilization), 1.0)
+            productive, wall = pool.get("productive_h"), pool.get("wall_h")
+            if wall is not None and wall > 0 and productive is not None and productive > 0:
+                values["effective_time"] = min(float(productive) / float(wall), 1.0)
+            measured[int(pool["pool_id"])] = values
+    groups = pd.concat(filled).rename(
+        columns={"nodes": "node_count", "accelerator": "accelerator__name"}
+    )
+    return groups, measured
+
+
+def _pool_options(
+    pool_ids: list[int],
+    warnings: list[str],
+    history: tuple[dt.datetime, float] | None = None,
+) -> list[dict[str, Any]]:
     """Existing pools: one option per (pool, card model) at the pool's size, with the site's
-    energy figures, the cluster's fabric and ownership terms and the pool's measured MFU."""
+    energy figures, the cluster's fabric and ownership terms and the pool's MFU and planned
+    utilization; with `history` = (end, days), accounting's measured utilization, effective
+    time and MFU replace the modeled ones for pools with usage records in that window."""
     if not pool_ids:
         return []
     pools = {
@@ -472,6 +535,9 @@ def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, An
         .annotate(cards=Sum(F("node_count") * F("cards_per_node")))
         .values_list("pool__cluster_id", "cards")
     )
+    measured: dict[int, dict[str, Any]] = {}
+    if history is not None:
+        groups, measured = _measured_history(groups, *history)
     groups["cards"] = groups["node_count"] * groups["cards_per_node"]
     groups["mfu_cards"] = groups["mfu"].astype(float) * groups["cards"]
     groups["cards_with_mfu"] = groups["cards"].where(groups["mfu"].notna(), 0)
@@ -486,6 +552,7 @@ def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, An
             "source": "pool",
             "pool_id": int(pool_id),
             "pool": first["pool__name"],
+            "cluster_id": int(cluster),
             "cluster": first["pool__cluster__name"],
             **_catalog_columns({name: first[key] for key, name in prefix.items()}),
             **_site_columns({name: first[key] for key, name in site.items()}),
@@ -507,14 +574,24 @@ def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, An
                 first["pool__assumptions"],
             ),
         }
-        if with_mfu > 0:  # card-weighted mean of the node groups' measured MFU
+        if with_mfu > 0:  # card-weighted mean of the entered (else job-measured) MFU
             row["mfu"] = float(part["mfu_cards"].sum()) / with_mfu
+            row["mfu_provenance"] = "measured"
         # As in analyses: the pool's field beats its site's and cluster's assumptions, and
         # only the pool's own assumptions beat the field.
         pool_assumes = "utilization_planned" in (first["pool__assumptions"] or {})
         if first["pool__planned_utilization"] is not None and not pool_assumes:
             row["utilization"] = first["pool__planned_utilization"]
             row["utilization_provenance"] = "modeled"  # a planning assumption, as in analyses
+        history_of_pool = measured.get(int(pool_id))
+        if history_of_pool:
+            # Measured usage beats planning assumptions, as in analyses; overrides still win.
+            for factor in ("utilization", "effective_time"):
+                if factor in history_of_pool:
+                    row[factor] = history_of_pool[factor]
+                    row[f"{factor}_provenance"] = "measured"
+            row["measured_from"] = history_of_pool["measured_from"].isoformat()
+            row["measured_to"] = history_of_pool["measured_to"].isoformat()
         if row["capital_cost_per_card"] is None and row["rental_price_per_card_hour"] is None:
             warnings.append(f"Pool {row['pool']}: its cluster has no ownership or rental terms.")
         rows.append(row)
@@ -522,13 +599,13 @@ def _pool_options(pool_ids: list[int], warnings: list[str]) -> list[dict[str, An
 
 
 def _apply_overrides(frame: pd.DataFrame, overrides: Mapping[str, Any]) -> pd.DataFrame:
-    """Plan-wide overrides win over inventory figures; entered factors are labelled modeled."""
+    """Plan-wide overrides win over inventory and measured figures (provenance `override`)."""
     for column, value in overrides.items():
         if column == "max_cards" or value is None:
             continue
         frame[column] = value
         if column in FACTOR_OVERRIDES:
-            frame[PROVENANCE_COLUMN.get(column, f"{column}_provenance")] = "modeled"
+            frame[PROVENANCE_COLUMN.get(column, f"{column}_provenance")] = OVERRIDE
     # MFU and achieved TFLOP/s are one factor: an override of either replaces both.
     if overrides.get("mfu") is not None and "achieved_tflops_per_card" in frame:
         frame["achieved_tflops_per_card"] = np.nan
@@ -560,11 +637,22 @@ def _labels(frame: pd.DataFrame) -> pd.Series:
 
 
 def build_options(
-    spec: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    history_end: dt.datetime | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """The engine's option frame (index = option id) and warnings about missing figures."""
+    """The engine's option frame (index = option id) and warnings about missing figures.
+
+    With `history_end`, existing pools use accounting's measured values over the
+    `history_days` (default 90) before it; validation skips that (no accounting queries).
+    """
     warnings: list[str] = []
-    rows = _catalog_options(spec, warnings) + _pool_options(list(spec.get("pools") or []), warnings)
+    days = spec.get("history_days", DEFAULT_HISTORY_DAYS)
+    history = (history_end, float(days)) if history_end is not None and days else None
+    rows = _catalog_options(spec, warnings) + _pool_options(
+        list(spec.get("pools") or []), warnings, history
+    )
     if not rows:
         raise PlanInputError({"options_spec": {"accelerators": "Give card models or pools."}})
     frame = pd.DataFrame.from_records(rows)
@@ -573,6 +661,9 @@ def build_options(
         "deadline_days",
         "pool",
         "pool_id",
+        "cluster_id",
+        "measured_from",
+        "measured_to",
         "site",
         "site_id",
         "accelerator_id",
@@ -615,6 +706,43 @@ def validate_inputs(
             nested.setdefault(section[key], {})[key] = message
         raise PlanInputError(nested) from exc
     return engine_workload, options
+
+
+# Inventory level → the option column naming the object (what staleness looks up).
+REF_COLUMNS = {
+    "site": "site_id",
+    "cluster": "cluster_id",
+    "pool": "pool_id",
+    "accelerator": "accelerator_id",
+}
+
+
+def inventory_refs(rows: pd.DataFrame | list[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """The inventory ids an option frame (or its snapshot rows) uses, per level."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(rows)
+    return {
+        level: sorted(int(v) for v in frame[column].dropna().unique()) if column in frame else []
+        for level, column in REF_COLUMNS.items()
+    }
+
+
+def mark_plans_stale(level: str, ids: Iterable[int | None]) -> int:
+    """Flag the plans whose options use one of these inventory objects (two queries).
+
+    Plans are few and their references small, so they are matched in Python (JSON
+    containment is not portable across PostgreSQL and SQLite).
+    """
+    wanted = {int(i) for i in ids if i is not None}
+    if not wanted:
+        return 0
+    hits = [
+        pk
+        for pk, refs in Plan.objects.values_list("pk", "inventory_refs")
+        if wanted & set((refs or {}).get(level) or [])
+    ]
+    if not hits:
+        return 0
+    return Plan.objects.filter(pk__in=hits).update(stale=True, inventory_changed_at=timezone.now())
 
 
 # --------------------------------------------------------------------------------------------
@@ -684,6 +812,24 @@ def _headline(rows_by_id: Mapping[int, dict], option_id: Any) -> dict[str, Any] 
     return {column: row[column] for column in HEADLINE_COLUMNS}
 
 
+def _measured_history_rows(plan: pd.DataFrame) -> list[dict[str, Any]]:
+    """Pool options with usage records in the window: the window and the factors (of those
+    accounting measures) that are measured."""
+    pools = plan[plan["measured_from"].notna()]
+    factors = ("mfu", "effective_time", "utilization")
+    return [
+        {
+            "option_id": int(option_id),
+            "pool_id": int(row["pool_id"]),
+            "pool": row["pool"],
+            "measured_from": row["measured_from"],
+            "measured_to": row["measured_to"],
+            "measured_factors": [f for f in factors if row[f"{f}_provenance"] == "measured"],
+        }
+        for option_id, row in pools.iterrows()
+    ]
+
+
 def _first_by(plan: pd.DataFrame, column: str) -> int | None:
     ranked = plan[column].dropna()
     return None if ranked.empty else int(ranked.sort_values(kind="stable").index[0])
@@ -694,7 +840,8 @@ def compute(
 ) -> tuple[dict, dict, dict]:
     """Evaluate a plan: (results, summary, input snapshot). Progress 10 → 95 percent."""
     workload = build_workload(plan.workload)
-    options, warnings = build_options(plan.options_spec, plan.overrides)
+    now = timezone.now()
+    options, warnings = build_options(plan.options_spec, plan.overrides, history_end=now)
     on_progress(10)
     max_cards = int((plan.overrides or {}).get("max_cards") or DEFAULT_MAX_CARDS)
     chunks = max(1, min(MAX_CHUNKS, math.ceil(len(options) / MIN_OPTIONS_PER_CHUNK)))
@@ -725,7 +872,9 @@ def compute(
         "fastest": _headline(rows_by_id, fastest),
     }
     results = {
-        "computed_at": timezone.now().isoformat(),
+        "computed_at": now.isoformat(),
+        "history_days": (plan.options_spec or {}).get("history_days", DEFAULT_HISTORY_DAYS),
+        "measured_history": _measured_history_rows(evaluated),
         "total_flops": workload.flops,
         "model_shape": {"layers": shape.layers, "hidden": shape.hidden, "heads": shape.heads},
         "state_gb": float(evaluated["state_bytes"].iloc[0]) / GB,
@@ -764,7 +913,7 @@ def create_plan(
     levers: list | None = None,
 ) -> Plan:
     """Validate against the inventory, create, and queue the computation after commit."""
-    validate_inputs(workload, options_spec, overrides or {})
+    _, options = validate_inputs(workload, options_spec, overrides or {})
     plan = Plan.objects.create(
         name=name,
         owner=owner if owner is not None and owner.is_authenticated else None,
@@ -772,6 +921,7 @@ def create_plan(
         options_spec=options_spec,
         overrides=overrides or {},
         levers=levers or [],
+        inventory_refs=inventory_refs(options),
         queued_at=timezone.now(),
     )
     _queue(plan)
@@ -788,7 +938,8 @@ def update_plan(plan: Plan, **changes: Any) -> Plan:
     for key, value in changes.items():
         setattr(plan, key, value)
     if inputs_changed:
-        validate_inputs(plan.workload, plan.options_spec, plan.overrides)
+        _, options = validate_inputs(plan.workload, plan.options_spec, plan.overrides)
+        plan.inventory_refs = _merged_refs(plan.inventory_refs, inventory_refs(options))
         _reset_run(plan)
     plan.save()
     if inputs_changed:
@@ -819,11 +970,22 @@ def clone_plan(plan: Plan, *, owner, name: str | None = None) -> Plan:
         summary=plan.summary,
         results=plan.results,
         input_snapshot=plan.input_snapshot,
+        stale=plan.stale,
+        inventory_changed_at=plan.inventory_changed_at,
+        inventory_refs=plan.inventory_refs,
         cloned_from=plan,
         queued_at=timezone.now(),
     )
     _queue(clone)
     return clone
+
+
+def _merged_refs(*refs: Mapping[str, list[int]] | None) -> dict[str, list[int]]:
+    """Union per level: the shown result and the queued inputs both count until a run ends."""
+    return {
+        level: sorted({i for ref in refs for i in (ref or {}).get(level) or []})
+        for level in REF_COLUMNS
+    }
 
 
 def _reset_run(plan: Plan) -> None:
@@ -836,10 +998,8 @@ def _reset_run(plan: Plan) -> None:
 
 
 def _queue(plan: Plan) -> None:
-    from planner.tasks import compute_plan
-
-    plan_id, run_id = plan.pk, str(plan.run_id)
-    transaction.on_commit(lambda: compute_plan.delay(plan_id, run_id))
+    # After commit; a broker outage leaves it queued and marked, sent when the broker is back.
+    send_or_defer(plan)
 
 
 def current_run(plan_id: int, run_id: str) -> QuerySet[Plan]:
@@ -868,6 +1028,10 @@ def finish(plan_id: int, run_id: str, *, results: dict, summary: dict, snapshot:
         plan.results = results
         plan.summary = summary
         plan.input_snapshot = snapshot
+        plan.inventory_refs = inventory_refs(snapshot.get("options") or [])
+        # An edit after this run began may have been missed by it: the plan stays stale.
+        changed, began = plan.inventory_changed_at, plan.started_at
+        plan.stale = bool(changed and (began is None or changed >= began))
         plan.status = AnalysisStatus.SUCCEEDED
         plan.progress = 100
         plan.error = ""
@@ -900,7 +1064,7 @@ def can_edit(user, plan: Plan) -> bool:
 
 def plans_for_list() -> QuerySet[Plan]:
     """Plans without their heavy JSON (results, snapshot): one query per page."""
-    return Plan.objects.select_related("owner").defer("results", "input_snapshot")
+    return Plan.objects.select_related("owner").defer("results", "input_snapshot", "inventory_refs")
 
 
 def plans_to_compare(ids: list[int]) -> list[Plan]:

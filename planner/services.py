@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.dispatch import send_or_defer
 from inventory.models import Cluster, Pool, Site
 from planner.models import Analysis, AnalysisStatus, Scope
 
@@ -105,10 +106,8 @@ def recompute(analysis: Analysis) -> Analysis:
 
 
 def _queue(analysis: Analysis) -> None:
-    from planner.tasks import run_analysis
-
-    analysis_id, run_id = analysis.pk, str(analysis.run_id)
-    transaction.on_commit(lambda: run_analysis.delay(analysis_id, run_id))
+    # After commit; a broker outage leaves it queued and marked, sent when the broker is back.
+    send_or_defer(analysis)
 
 
 def current_run(analysis_id: int, run_id: str):
@@ -132,7 +131,10 @@ def mark_running(analysis_id: int, run_id: str, parts_total: int) -> bool:
 def record_progress(analysis_id: int, run_id: str, parts_done: int, parts_total: int) -> None:
     # Parts take 5..90%, the final aggregation the rest.
     progress = 5 + int(85 * parts_done / max(parts_total, 1))
-    current_run(analysis_id, run_id).update(parts_done=parts_done, progress=progress)
+    # A redelivered part of a finished run must not move its bar back.
+    current_run(analysis_id, run_id).filter(status=AnalysisStatus.RUNNING).update(
+        parts_done=parts_done, progress=progress
+    )
 
 
 def finish(analysis_id: int, run_id: str, *, results: dict, input_snapshot: dict) -> bool:

@@ -1,4 +1,4 @@
-"""Inventory edits mark the analyses that used the edited objects stale."""
+"""Inventory edits mark the analyses and plans that used the edited objects stale."""
 
 from __future__ import annotations
 
@@ -6,7 +6,17 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from planner.plans import mark_plans_stale
 from planner.services import mark_stale
+
+# (level, id) a plan's `inventory_refs` may name, for each inventory model.
+PLAN_LEVELS = {
+    Site: lambda obj: ("site", obj.pk),
+    Cluster: lambda obj: ("cluster", obj.pk),
+    Pool: lambda obj: ("pool", obj.pk),
+    NodeGroup: lambda obj: ("pool", obj.pool_id),
+    AcceleratorModel: lambda obj: ("accelerator", obj.pk),
+}
 
 # (level, id of the object at that level) for each inventory model.
 LEVELS = {
@@ -29,6 +39,17 @@ def _on_change(sender, instance, **kwargs) -> None:
         )
     # After commit, so a rolled-back edit flags nothing.
     transaction.on_commit(lambda: mark_stale(level, [object_id]))
+    plan_level, plan_object_id = PLAN_LEVELS[sender](instance)
+    transaction.on_commit(lambda: _mark_plans(sender, plan_level, plan_object_id))
+
+
+def _mark_plans(sender, level: str, object_id: int | None) -> None:
+    mark_plans_stale(level, [object_id])
+    if sender is NodeGroup:
+        # A node group also changes its cluster's card total, which spreads the cluster's
+        # opex over its cards: every pool option of that cluster is affected.
+        cluster_ids = Pool.objects.filter(pk=object_id).values_list("cluster_id", flat=True)
+        mark_plans_stale("cluster", list(cluster_ids))
 
 
 def connect() -> None:

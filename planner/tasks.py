@@ -13,7 +13,9 @@ import time
 from celery import group, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
 
+from config.recovery import heartbeat
 from planner import analysis as engine_bridge
 from planner import services
 from planner.models import AnalysisPart
@@ -48,6 +50,7 @@ def run_analysis(analysis_id: int, run_id: str) -> dict:
         cluster_ids = services.clusters_in_scope(analysis.scope, analysis.object_id)
         if not services.mark_running(analysis_id, run_id, len(cluster_ids)):
             return {"skipped": "already finished"}
+        services.current_run(analysis_id, run_id).update(heartbeat_at=timezone.now())
         if not cluster_ids:
             finalize_analysis.delay(analysis_id, run_id)
             return {"parts": 0}
@@ -65,9 +68,11 @@ def analysis_part(analysis_id: int, run_id: str, cluster_id: int) -> dict:
     if analysis is None:
         return {"skipped": "superseded or deleted"}
     try:
-        pool_rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster_id)
-        if settings.ANALYSIS_PART_DELAY_S:
-            time.sleep(settings.ANALYSIS_PART_DELAY_S)
+        # While it beats, config.recovery leaves the run alone; killed, its part is re-sent.
+        with heartbeat("planner.Analysis", analysis_id, run_id):
+            pool_rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster_id)
+            if settings.ANALYSIS_PART_DELAY_S:
+                time.sleep(settings.ANALYSIS_PART_DELAY_S)
         with transaction.atomic():
             AnalysisPart.objects.update_or_create(
                 analysis_id=analysis_id,
@@ -98,7 +103,8 @@ def finalize_analysis(analysis_id: int, run_id: str) -> dict:
         return {"skipped": "superseded or already finished"}
     try:
         parts = list(AnalysisPart.objects.filter(analysis_id=analysis_id, run_id=run_id))
-        results, snapshot = engine_bridge.summarise(analysis, parts)
+        with heartbeat("planner.Analysis", analysis_id, run_id):
+            results, snapshot = engine_bridge.summarise(analysis, parts)
         services.finish(analysis_id, run_id, results=results, input_snapshot=snapshot)
         return {"analysis_id": analysis_id, "status": "succeeded"}
     except Exception as exc:

@@ -112,7 +112,7 @@ class CatalogKeyField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, (str, int)):
             raise serializers.ValidationError("Give a catalog name or id.")
-        if isinstance(data, int) or data.isdigit():
+        if isinstance(data, int) or data.isdecimal():
             if int(data) < 1:
                 raise serializers.ValidationError("An id is a whole number >= 1.")
             return int(data)
@@ -164,7 +164,7 @@ class SiteEntryField(serializers.Field):
             site = ExplicitSiteSerializer(data=data)
             site.is_valid(raise_exception=True)
             return dict(site.validated_data)
-        if isinstance(data, bool) or not isinstance(data, (int, str)) or not str(data).isdigit():
+        if isinstance(data, bool) or not isinstance(data, (int, str)) or not str(data).isdecimal():
             raise serializers.ValidationError("Give a site id or an object with the site figures.")
         if int(data) < 1:
             raise serializers.ValidationError("A site id is a whole number >= 1.")
@@ -193,7 +193,8 @@ class OptionsSpecSerializer(serializers.Serializer):
     rental price (or, with cost_basis "purchase", its list price amortized). Sites by id bring
     their measured PUE (else the cooling default), tariff, carbon and assumptions. Each
     existing pool adds one option per card model in it, at the pool's own size, with its
-    site's figures, its cluster's fabric and ownership terms and its measured MFU.
+    site's figures, its cluster's fabric and ownership terms, and the factors measured from
+    its usage records over the last `history_days` (else modeled from the inventory).
     """
 
     accelerators = serializers.ListField(
@@ -221,6 +222,13 @@ class OptionsSpecSerializer(serializers.Serializer):
     yearly_opex_per_card = non_negative_float(required=False, allow_null=True)
     card_granularity = serializers.IntegerField(min_value=1, default=1)
     cards_per_node = serializers.IntegerField(min_value=1, max_value=64, required=False)
+    history_days = serializers.IntegerField(
+        min_value=0,
+        max_value=3650,
+        required=False,
+        help_text="Existing pools use accounting's measured utilization, effective time and "
+        "MFU over this many days before the plan is computed (default 90; 0: modeled only).",
+    )
 
     def validate(self, attrs):
         for key in ("accelerators", "cards", "deadline_days", "sites", "pools"):
@@ -326,7 +334,7 @@ class PlanCompareQuerySerializer(serializers.Serializer):
 
     def validate_ids(self, value: str) -> list[int]:
         parts = [part.strip() for part in value.split(",") if part.strip()]
-        if not parts or not all(part.isdigit() for part in parts):
+        if not parts or not all(part.isdecimal() for part in parts):
             raise serializers.ValidationError("Give plan ids separated by commas, e.g. 1,2.")
         ids = _unique([int(part) for part in parts])
         if len(ids) > 10:
@@ -350,6 +358,8 @@ PLAN_LIST_FIELDS = [
     "levers",
     "status",
     "progress",
+    "stale",
+    "inventory_changed_at",
     "error",
     "summary",
     "cloned_from",

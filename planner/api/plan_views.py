@@ -13,10 +13,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 
 from access.permissions import RolePermission
-from config.renderers import CSVRenderer, XLSXRenderer
+from config.exporting import TabularListMixin
 from planner import plans
 from planner.api.plan_serializers import (
     PlanCloneSerializer,
@@ -29,8 +28,6 @@ from planner.api.plan_serializers import (
 )
 from planner.api.views import CalculatorView
 from planner.models import Plan
-
-TABLE_RENDERERS = [*api_settings.DEFAULT_RENDERER_CLASSES, CSVRenderer, XLSXRenderer]
 
 
 class PlanOwnerOrAdmin(BasePermission):
@@ -49,14 +46,14 @@ class PlanFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = Plan
-        fields = ["owner", "status"]
+        fields = ["owner", "status", "stale"]
 
 
 def _input_errors(exc: plans.PlanInputError) -> ValidationError:
     return ValidationError(exc.errors)
 
 
-class PlanViewSet(viewsets.ModelViewSet):
+class PlanViewSet(TabularListMixin, viewsets.ModelViewSet):
     permission_classes = [RolePermission, PlanOwnerOrAdmin]
     filterset_class = PlanFilterSet
     ordering_fields = ["created", "updated", "name", "status"]
@@ -131,7 +128,7 @@ class PlanViewSet(viewsets.ModelViewSet):
         ],
         responses={200: dict, 409: dict},
     )
-    @action(detail=True, methods=["get"], renderer_classes=TABLE_RENDERERS)
+    @action(detail=True, methods=["get"])
     def options(self, request, pk=None):
         """One row per option, flat columns with units in their names; CSV or XLSX export."""
         plan = self.get_object()

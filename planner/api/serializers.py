@@ -35,6 +35,14 @@ class AnalysisSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class AnalysisRowSerializer(serializers.Serializer):
+    """One factor row of an analysis (a pool, cluster or site), columns as the engine names them:
+    ids and labels, the five factors with provenance, their product, costs (docs/)."""
+
+    def to_representation(self, instance):
+        return dict(instance)
+
+
 class AnalysisCreateSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=Scope.choices)
     object_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)

@@ -14,6 +14,7 @@ urlpatterns = [
         name="estimate-effective-time",
     ),
     path("estimates/pool/", views.PoolEstimateView.as_view(), name="estimate-pool"),
+    path("analyses/<int:pk>/rows/", views.AnalysisRowsView.as_view(), name="analysis-rows"),
     path(
         "estimates/utilization/",
         views.UtilizationEstimateView.as_view(),

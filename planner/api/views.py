@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from planner import estimates, services
+from config.exporting import RowsView, TabularListMixin
+from planner import analysis_rows, estimates, services
 from planner.api.serializers import (
     AnalysisCreateSerializer,
+    AnalysisRowSerializer,
     AnalysisSerializer,
     EffectiveTimeInputSerializer,
     EffectiveTimeOutputSerializer,
@@ -24,7 +26,9 @@ from planner.filtersets import AnalysisFilterSet
 from planner.models import Analysis
 
 
-class AnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AnalysisViewSet(
+    TabularListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     queryset = Analysis.objects.all()
     serializer_class = AnalysisSerializer
     filterset_class = AnalysisFilterSet
@@ -47,6 +51,46 @@ class AnalysisViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """Run the analysis again with the current inventory; the last result stays until then."""
         analysis = services.recompute(self.get_object())
         return Response(AnalysisSerializer(analysis).data, status=status.HTTP_202_ACCEPTED)
+
+
+class AnalysisRowsView(RowsView):
+    """An analysis's factor rows: one per pool, cluster or site (``?scope=``), flat columns."""
+
+    serializer_class = AnalysisRowSerializer
+    queryset = Analysis.objects.all()
+
+    def get_export_columns(self):
+        return []  # rows carry the engine's columns; their names are documented in docs/
+
+    def export_filename(self) -> str:
+        scope = self.request.query_params.get("scope", "pool")
+        return f"analysis-{self.kwargs['pk']}-{scope}-rows"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, enum=list(analysis_rows.ROW_SCOPES), default="pool")
+        ],
+        responses={200: AnalysisRowSerializer(many=True), 409: dict},
+    )
+    def get(self, request, pk: int):
+        return super().get(request, pk=pk)
+
+    def get_rows(self, request, *args, **kwargs) -> list[dict]:
+        scope = request.query_params.get("scope", "pool")
+        if scope not in analysis_rows.ROW_SCOPES:
+            raise ValidationError({"scope": [f"One of {', '.join(analysis_rows.ROW_SCOPES)}."]})
+        analysis = self.get_object()
+        if not analysis.results:
+            raise AnalysisNotReady(analysis.status)
+        return analysis_rows.factor_rows(analysis, scope)
+
+
+class AnalysisNotReady(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "not_ready"
+
+    def __init__(self, state: str):
+        super().__init__(f"The analysis has no results yet (status: {state}).")
 
 
 class CalculatorView(APIView):

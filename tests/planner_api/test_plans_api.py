@@ -136,6 +136,12 @@ def _nested(body: dict, path: str):
             "options_spec.sites",
         ),
         ({"options_spec": {"pools": [999_999]}}, "options_spec.pools"),
+        # "¹".isdigit() is true but int("¹") raises: ids must be decimal digits.
+        ({"options_spec": {"accelerators": ["¹"], "cards": [8]}}, "options_spec.accelerators"),
+        (
+            {"options_spec": {"accelerators": ["L4"], "cards": [8], "sites": ["²"]}},
+            "options_spec.sites",
+        ),
         ({"options_spec": {}}, "options_spec.accelerators"),
         ({"overrides": {"mfu": 1.5}}, "overrides.mfu"),
         (
@@ -292,7 +298,7 @@ def test_seed_002_through_a_plan_with_overrides(planner, demo_fleet):
     assert row["days"] == pytest.approx(34, rel=0.05)
     assert row["state_gb"] == pytest.approx(2800, rel=0.01)
     assert row["min_cards_memory"] >= 35
-    assert row["mfu_provenance"] == row["utilization_provenance"] == "modeled"
+    assert row["mfu_provenance"] == row["utilization_provenance"] == "override"
     assert summary["fastest"]["option_id"] == 0
     assert snapshot["options"][0]["achieved_tflops_per_card"] == 140
 
@@ -352,4 +358,4 @@ def test_inventory_assumptions_and_terms_reach_the_options(demo_fleet):
     assert in_pool["capital_cost_per_card"] == 22_000 and in_pool["amortization_years"] == 5
     # A plan-wide override applies to every option.
     assert (options["scaling"] == 0.8).all()
-    assert (options["scaling_provenance"] == "modeled").all()
+    assert (options["scaling_provenance"] == "override").all()
