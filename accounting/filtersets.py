@@ -40,7 +40,7 @@ class UsageRecordFilterSet(django_filters.FilterSet):
         fields = ["cluster", "pool", "team", "user", "partition", "accelerator", "state", "job_id"]
 
     def filter_accelerator(self, queryset, name, value):
-        if value.isdigit():
+        if value.isdecimal():
             found = AcceleratorModel.objects.filter(pk=int(value)).exists()
             lookup = {"accelerator_id": int(value)}
         else:

@@ -156,6 +156,9 @@ class ImportJob(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_s = models.FloatField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of a worker running it (recovery)."
+    )
 
     class Meta:
         ordering = ["-created"]
@@ -226,6 +229,8 @@ class UsageRecord(models.Model):
         indexes = [
             models.Index(fields=["cluster", "start"]),
             models.Index(fields=["cluster", "end"]),
+            # The API's default order (newest first): a page is 50 index rows, not a sort.
+            models.Index(fields=["-start", "id"], name="usage_record_newest_first"),
             models.Index(fields=["account"]),
         ]
 
@@ -271,3 +276,80 @@ class SreportUtilization(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id} {self.tres_name} {self.period_start:%Y-%m-%d}"
+
+
+class UsageDailyRollup(models.Model):
+    """Usage records summed per local day × cluster × pool × card × team (precomputed).
+
+    Written only by :func:`accounting.rollups.refresh_usage_rollups` (after each import, by a
+    Celery task; ``manage.py refresh_usage_rollups`` rebuilds them). Jobs are split over the
+    days they ran exactly like the engine splits them over report buckets, so sums over the
+    days of a week or month equal what the reports compute from the records. ``day`` is a
+    calendar day in ``settings.TIME_ZONE``; ``pool`` is the record's own (None when unmapped).
+    """
+
+    day = models.DateField()
+    # The report buckets the day falls in, so reads sum weeks and months in SQL.
+    week = models.DateField(null=True, help_text="Monday of the day's ISO week.")
+    month = models.DateField(null=True, help_text="First day of the day's month.")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    pool = models.ForeignKey(
+        Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    accelerator = models.ForeignKey(
+        AcceleratorModel, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    account = models.CharField("account / team", max_length=100, blank=True)
+    allocated_card_hours = models.FloatField(default=0.0)
+    lost_card_hours = models.FloatField(
+        default=0.0, help_text="Of allocated: jobs that ended failed, node_fail or preempted."
+    )
+    gpu_busy_card_hours = models.FloatField(
+        default=0.0, help_text="Σ gres/gpuutil × card-hours of the jobs that report it."
+    )
+    gpu_measured_card_hours = models.FloatField(
+        default=0.0, help_text="Card-hours of the jobs that report gres/gpuutil."
+    )
+    mfu_card_hours = models.FloatField(
+        default=0.0, help_text="Whole card-hours of jobs with an MFU, on the day they started."
+    )
+    mfu_weighted_card_hours = models.FloatField(default=0.0, help_text="Σ MFU × card-hours.")
+    refreshed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "day"]
+        indexes = [
+            models.Index(fields=["day", "cluster"]),
+            models.Index(fields=["cluster", "day"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.day} {self.account}"
+
+
+class RollupRefresh(models.Model):
+    """One queued rebuild of the daily rollups (and the dashboards' precomputed views).
+
+    Sent through :func:`config.dispatch.send_or_defer` like the other worker jobs: while the
+    broker is down the row waits (``error`` = WORKERS_UNAVAILABLE) and is sent again later,
+    so an import never loses its refresh. ``cluster_ids`` None means every cluster.
+    """
+
+    cluster_ids = models.JSONField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
+    )
+    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    error = models.TextField(blank=True)
+    records = models.PositiveIntegerField(default=0)
+    rows = models.PositiveIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"rollup refresh {self.pk} {self.cluster_ids or 'all'} ({self.status})"

@@ -29,6 +29,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from accounting.models import SreportUtilization, UsageRecord
+from config.frames import json_rows, json_value
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.engine.cost import (
     IDLE_RULES,
@@ -268,21 +269,53 @@ def downtime_frame(
 # -- measured utilization ------------------------------------------------------------------
 
 
-def measured_utilization(scope: AccountingScope, by: Sequence[str]) -> pd.DataFrame:
-    """The engine's measured utilization over the scope, grouped by engine columns ``by``."""
-    edges = scope.edges()
-    inventory = inventory_frame(scope.cluster_ids, scope.accelerator_id)
-    usage = usage_frame(
-        scope.cluster_ids,
-        scope.period_start,
-        scope.period_end,
-        accelerator_id=scope.accelerator_id,
-        team=scope.team,
+@dataclass
+class ScopeInputs:
+    """What every report of one scope reads besides usage: read once, shared by the calls."""
+
+    inventory: pd.DataFrame
+    downtime: pd.DataFrame
+    site_of_cluster: dict[int, int] | None = None  # read on first use
+
+    def sites(self) -> dict[int, int]:
+        if self.site_of_cluster is None:
+            self.site_of_cluster = dict(Cluster.objects.values_list("pk", "site_id"))
+        return self.site_of_cluster
+
+
+def scope_inputs(scope: AccountingScope) -> ScopeInputs:
+    return ScopeInputs(
+        inventory_frame(scope.cluster_ids, scope.accelerator_id),
+        downtime_frame(scope.cluster_ids, scope.period_start, scope.period_end),
     )
+
+
+def measured_utilization(
+    scope: AccountingScope,
+    by: Sequence[str],
+    usage: pd.DataFrame | None = None,
+    inputs: ScopeInputs | None = None,
+) -> pd.DataFrame:
+    """The engine's measured utilization over the scope, grouped by engine columns ``by``.
+
+    ``usage``: a usage frame already filtered to the scope (the dashboards pass one rebuilt
+    from `accounting.rollups`); by default the records are read. ``inputs``: inventory,
+    downtime and sites already read for this scope's clusters and period (any granularity).
+    """
+    edges = scope.edges()
+    inputs = inputs or scope_inputs(scope)
+    inventory = inputs.inventory
+    if usage is None:
+        usage = usage_frame(
+            scope.cluster_ids,
+            scope.period_start,
+            scope.period_end,
+            accelerator_id=scope.accelerator_id,
+            team=scope.team,
+        )
     usage = assign_accounting_pools(usage, inventory)
-    site_of_cluster = dict(Cluster.objects.values_list("pk", "site_id"))
-    usage["site"] = usage["cluster"].map(site_of_cluster)
-    downtime = downtime_frame(scope.cluster_ids, scope.period_start, scope.period_end)
+    usage["site"] = usage["cluster"].map(inputs.sites())
+    downtime = inputs.downtime
     if inventory.empty and usage.empty:
         return pd.DataFrame()
     return engine_measured_utilization(
@@ -540,23 +573,28 @@ class PoolCosts:
 LOST_COST_PREFIX = "lost_cost_"
 
 
-def pool_costs(scope: AccountingScope) -> PoolCosts:
+def pool_costs(
+    scope: AccountingScope, usage: pd.DataFrame | None = None, inputs: ScopeInputs | None = None
+) -> PoolCosts:
     """Money of every pool in scope per bucket, with the engine's factors (measured inputs).
 
     A pool's cost is over its in-service card-hours (idle cards cost as much as busy ones),
     at the cluster's ownership or rental price plus energy at the site's tariff and PUE.
+    ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
     """
     from planner.analysis import node_group_frame, pool_frame
 
     edges = scope.edges()
     warnings: list[str] = []
-    inventory = inventory_frame(scope.cluster_ids, scope.accelerator_id)
-    usage = usage_frame(
-        scope.cluster_ids,
-        scope.period_start,
-        scope.period_end,
-        accelerator_id=scope.accelerator_id,
-    )
+    inputs = inputs or scope_inputs(scope)
+    inventory = inputs.inventory
+    if usage is None:
+        usage = usage_frame(
+            scope.cluster_ids,
+            scope.period_start,
+            scope.period_end,
+            accelerator_id=scope.accelerator_id,
+        )
     usage = assign_accounting_pools(usage, inventory)
     orphan = usage["pool"].isna()
     if orphan.any():
@@ -568,7 +606,7 @@ def pool_costs(scope: AccountingScope) -> PoolCosts:
     empty = PoolCosts(pd.DataFrame(), edges, usage, warnings)
     if inventory.empty:
         return empty
-    downtime = downtime_frame(scope.cluster_ids, scope.period_start, scope.period_end)
+    downtime = inputs.downtime
     measured = measured_pool_inputs(usage, inventory, downtime, edges, scope.granularity, scope.tz)
     measured = measured[measured["in_service_card_hours"] > 0].reset_index(drop=True)
     if measured.empty:
@@ -576,9 +614,7 @@ def pool_costs(scope: AccountingScope) -> PoolCosts:
 
     # The engine's pool inputs (site, cluster and pool settings with their overrides).
     cluster_ids = sorted(inventory["cluster"].unique().tolist())
-    pools = pd.concat(
-        [pool_frame(int(cluster_id), None, 1.0) for cluster_id in cluster_ids], ignore_index=True
-    )
+    pools = pool_frame([int(cluster_id) for cluster_id in cluster_ids], None, 1.0)
     pools = pools[pools["pool_id"].isin(measured["pool"])]
     groups = node_group_frame(pools["pool_id"].tolist())
     if scope.accelerator_id is not None:
@@ -730,11 +766,15 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     total_weight = summed["peak_pflop_days"].where(summed["peak_pflop_days"] > 0)
     factors: dict[str, pd.Series] = {}
     provenance: dict[str, pd.Series] = {}
+    by = [units[k] for k in keys]
+    # One grouped sum for the five factors (a pivot table per factor costs ~5 ms each).
+    weighted = units[list(FACTOR_NAMES)].mul(weight, axis=0).groupby(by, sort=True).sum()
     for name in FACTOR_NAMES:
-        weighted = (units[name] * weight).groupby([units[k] for k in keys], sort=True).sum()
-        factors[name] = weighted.reindex(summed.index) / total_weight
-        table = units.assign(_weight=weight).pivot_table(
-            index=keys, columns=f"{name}_provenance", values="_weight", aggfunc="sum"
+        factors[name] = weighted[name].reindex(summed.index) / total_weight
+        table = (
+            weight.groupby([*by, units[f"{name}_provenance"]], sort=True)
+            .sum()
+            .unstack(fill_value=0.0)
         )
         provenance[name] = table.fillna(0.0).idxmax(axis=1).reindex(summed.index)
     summed = summed.reset_index()
@@ -760,18 +800,34 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return summed.drop(columns=lost_columns)
 
 
-def cost_report(scope: AccountingScope) -> dict[str, Any]:
-    """Money per ``scope.group_by`` × bucket and totals per currency (spec §7)."""
-    costs = pool_costs(scope)
-    group_by = [name for name in dict.fromkeys(scope.group_by) if name in COST_GROUPS]
+def _cost_groups(scope: AccountingScope) -> list[str]:
+    return [name for name in dict.fromkeys(scope.group_by) if name in COST_GROUPS]
+
+
+def cost_rows_frame(scope: AccountingScope, costs: PoolCosts) -> pd.DataFrame:
+    """The rows of :func:`cost_report` as a frame, before JSON (the dashboards chart it)."""
+    if costs.units.empty:
+        return pd.DataFrame()
+    group_by = _cost_groups(scope)
     id_columns = [f"{name}_id" for name in group_by]
+    keys = [*id_columns, "currency", "bucket_start", "bucket_end"]
+    summed = _summed_costs(costs.units, keys)
+    return _labels(summed.rename(columns={c: c[:-3] for c in id_columns}), group_by)
+
+
+def cost_report(
+    scope: AccountingScope, usage: pd.DataFrame | None = None, costs: PoolCosts | None = None
+) -> dict[str, Any]:
+    """Money per ``scope.group_by`` × bucket and totals per currency (spec §7).
+
+    ``costs``: :func:`pool_costs` of this scope already computed (shared with a chargeback).
+    """
+    costs = costs if costs is not None else pool_costs(scope, usage)
+    group_by = _cost_groups(scope)
     rows: list[dict[str, Any]] = []
     totals: list[dict[str, Any]] = []
     if not costs.units.empty:
-        keys = [*id_columns, "currency", "bucket_start", "bucket_end"]
-        summed = _summed_costs(costs.units, keys)
-        labelled = _labels(summed.rename(columns={c: c[:-3] for c in id_columns}), group_by)
-        rows = json_rows(labelled)
+        rows = json_rows(cost_rows_frame(scope, costs))
         totals = json_rows(_summed_costs(costs.units, ["currency"]))
     return {
         "period_start": scope.period_start,
@@ -785,18 +841,21 @@ def cost_report(scope: AccountingScope) -> dict[str, Any]:
     }
 
 
-def chargeback_report(scope: AccountingScope) -> dict[str, Any]:
+def chargeback_report(
+    scope: AccountingScope, usage: pd.DataFrame | None = None, costs: PoolCosts | None = None
+) -> dict[str, Any]:
     """Chargeback per team and bucket: used card-hours at cost plus an idle share.
 
     Each pool's used card-hours are priced at its ``used_cost_per_card_hour`` (ownership +
     busy energy); its idle cost is shared by ``scope.idle_rule`` (none, proportional, even;
     :func:`planner.engine.cost.chargeback`). Per currency and bucket, the charges sum to the
     total cost of the pools in scope. With ``scope.team`` only that team's rows are listed,
-    the totals still cover every team.
+    the totals still cover every team. ``costs`` as in :func:`cost_report` (its usage must
+    carry the teams).
     """
     if scope.idle_rule not in IDLE_RULES:
         raise AccountingQueryError({"idle_rule": f"Must be one of {', '.join(IDLE_RULES)}."})
-    costs = pool_costs(scope)
+    costs = costs if costs is not None else pool_costs(scope, usage)
     rows: list[dict[str, Any]] = []
     totals: list[dict[str, Any]] = []
     units = costs.units
@@ -848,8 +907,8 @@ def chargeback_report(scope: AccountingScope) -> dict[str, Any]:
             totals.append(
                 {
                     "currency": currency,
-                    "bucket_start": _json_value(bucket_start),
-                    "bucket_end": _json_value(bucket_end),
+                    "bucket_start": json_value(bucket_start),
+                    "bucket_end": json_value(bucket_end),
                     "total_cost": total_cost,
                     "charged_cost": float(charged["chargeback_cost"].sum()),
                 }
@@ -863,34 +922,6 @@ def chargeback_report(scope: AccountingScope) -> dict[str, Any]:
         "totals": totals,
         "warnings": costs.warnings,
     }
-
-
-# -- JSON ----------------------------------------------------------------------------------
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _json_value(item) for key, item in value.items()}
-    if isinstance(value, pd.Timestamp):
-        return None if pd.isna(value) else value.isoformat()
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return None if not np.isfinite(value) else float(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    return value
-
-
-def json_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Frame rows as JSON-safe dicts (NaN → None, timestamps → ISO 8601)."""
-    columns = list(frame.columns)
-    return [
-        {column: _json_value(value) for column, value in zip(columns, row, strict=True)}
-        for row in frame.itertuples(index=False, name=None)
-    ]
 
 
 __all__ = [

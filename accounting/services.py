@@ -65,6 +65,9 @@ from accounting.parsing import (
     iter_xlsx_chunks,
     normalize_gres_type,
 )
+from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
+from accounting.parsing.tabular import DEFAULT_MAX_XLSX_INFLATED_BYTES
+from config.dispatch import send_or_defer
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
 from planner import services as planner_services
 
@@ -134,7 +137,7 @@ class ImportCounts:
 def find_cluster(reference: str | int) -> Cluster:
     """A cluster by id, by ``name`` (when unique) or by ``site/name``."""
     text = str(reference).strip()
-    if text.isdigit():
+    if text.isdecimal():
         cluster = Cluster.objects.select_related("site").filter(pk=int(text)).first()
         if cluster is None:
             raise ImportInputError({"cluster": f"No cluster with id {text}."})
@@ -439,7 +442,7 @@ class PostgresUsageWriter(UsageWriter):
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"DROP TABLE IF EXISTS {self.STAGE}")
             cursor.execute(
-                f"CREATE TEMPORARY TABLE {self.STAGE} ON COMMIT DROP AS "  # noqa: S608
+                f"CREATE TEMPORARY TABLE {self.STAGE} ON COMMIT DROP AS "  # noqa: S608  # nosec B608
                 f"SELECT {staged} FROM {self.table} WITH NO DATA"
             )
         text_columns = ", ".join(quote(c) for c in TEXT_COLUMNS)
@@ -462,7 +465,8 @@ class PostgresUsageWriter(UsageWriter):
         columns = ", ".join(quote(c) for c in USAGE_DB_COLUMNS)
         key = ", ".join(quote(c) for c in UPSERT_KEY)
         self.upsert_sql = (
-            f"WITH changed AS (INSERT INTO {self.table} AS t ({columns}) "  # noqa: S608
+            # Identifiers only, from model metadata and quoted; the rows go through COPY.
+            f"WITH changed AS (INSERT INTO {self.table} AS t ({columns}) "  # noqa: S608  # nosec B608
             f"SELECT {select} FROM {self.STAGE} AS s "
             f"ON CONFLICT ({key}) DO UPDATE SET {self._set_clause('EXCLUDED')} "
             f"WHERE {self._row('t')} IS DISTINCT FROM {self._row('EXCLUDED')} "
@@ -507,7 +511,7 @@ class SqliteUsageWriter(UsageWriter):
         placeholders = ", ".join(["%s"] * len(USAGE_DB_COLUMNS))
         key = ", ".join(self.quote(c) for c in UPSERT_KEY)
         self.upsert_sql = (
-            f"INSERT INTO {self.table} ({columns}) VALUES ({placeholders}) "  # noqa: S608
+            f"INSERT INTO {self.table} ({columns}) VALUES ({placeholders}) "  # noqa: S608  # nosec B608
             f"ON CONFLICT ({key}) DO UPDATE SET {self._set_clause('excluded')} "
             f"WHERE {self._row(self.table)} IS NOT {self._row('excluded')}"
         )
@@ -820,6 +824,9 @@ def import_file(
         if counts.records_created or counts.records_updated:
             # Analyses of this cluster now have new measured inputs.
             planner_services.mark_stale("cluster", [job.cluster_id])
+            from accounting.rollups import queue_refresh
+
+            queue_refresh([job.cluster_id])  # the dashboards' daily sums, after the commit
         if before_commit is not None:
             before_commit(counts)
     return counts
@@ -859,6 +866,14 @@ def create_import_job(
         size = upload.size or 0
         if size == 0:
             errors["file"] = "The file is empty."
+        elif size > max_upload_bytes():
+            errors["file"] = f"The file is larger than {max_upload_bytes() // 2**20} MB."
+        elif kind == ImportKind.XLSX:
+            # Refuse a zip bomb (or a non-workbook) now, not in the worker after storing it.
+            try:
+                check_xlsx_archive(upload, max_uncompressed_bytes=DEFAULT_MAX_XLSX_INFLATED_BYTES)
+            except UnsafeArchive as exc:
+                errors["file"] = f"The XLSX file was refused: {exc}."
     else:
         size = size_bytes or 0
     if (report_period_start is None) != (report_period_end is None):
@@ -892,10 +907,8 @@ def create_import_job(
 
 
 def _queue(job: ImportJob) -> None:
-    from accounting.tasks import run_import
-
-    job_id, run_id = job.pk, str(job.run_id)
-    transaction.on_commit(lambda: run_import.delay(job_id, run_id))
+    # After commit; a broker outage leaves it queued and marked, sent when the broker is back.
+    send_or_defer(job)
 
 
 @transaction.atomic
@@ -947,6 +960,11 @@ class ProgressRecorder:
         self.last_percent = -1
 
     def __call__(self, progress: ImportProgress) -> None:
+        self.write(progress)
+        if settings.IMPORT_CHUNK_DELAY_S:  # fault injection (tests): room to kill the worker
+            time.sleep(settings.IMPORT_CHUNK_DELAY_S)
+
+    def write(self, progress: ImportProgress) -> None:
         if self.side is None:
             return
         now = time.monotonic()
@@ -957,7 +975,7 @@ class ProgressRecorder:
         table = self.side.ops.quote_name(ImportJob._meta.db_table)
         with self.side.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET progress = %s, bytes_read = %s, lines_read = %s "  # noqa: S608
+                f"UPDATE {table} SET progress = %s, bytes_read = %s, lines_read = %s "  # noqa: S608  # nosec B608
                 "WHERE id = %s AND run_id = %s AND status = %s",
                 [
                     percent,
@@ -977,7 +995,8 @@ class ProgressRecorder:
 def record_success(job_id: int, run_id: str, counts: ImportCounts) -> None:
     """Record success inside the import's transaction; a superseded run rolls back."""
     job = current_run(job_id, run_id).select_for_update().first()
-    if job is None:
+    if job is None or job.status == ImportStatus.SUCCEEDED:
+        # Superseded, or a redelivered copy of a run that already succeeded: roll back.
         raise ImportSuperseded
     now = timezone.now()
     job.status = ImportStatus.SUCCEEDED

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from accounting import services
+from config.recovery import heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -26,10 +27,78 @@ TRANSIENT = (OperationalError, InterfaceError)
 def run_import(import_job_id: int, run_id: str) -> dict:
     """Import one uploaded usage file (all-or-nothing) and record the outcome on its job."""
     try:
-        return services.run_import_job(import_job_id, run_id)
+        # While it beats, config.recovery leaves the import alone; killed, it is re-sent.
+        with heartbeat("accounting.ImportJob", import_job_id, run_id):
+            return services.run_import_job(import_job_id, run_id)
     except TRANSIENT:
         raise  # Celery retries these; the rolled-back run re-imports the whole file
     except Exception as exc:
         logger.exception("usage import %s run %s failed", import_job_id, run_id)
         services.fail(import_job_id, run_id, f"{type(exc).__name__}: {exc}")
         return {"failed": str(exc)}
+
+
+@shared_task(
+    name="accounting.refresh_usage_rollups",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def refresh_usage_rollups(cluster_ids: list[int] | None = None) -> dict:
+    """Rebuild the daily usage rollups of these clusters (idempotent: a full rebuild), then
+    precompute the dashboards' default views."""
+    from accounting.rollups import refresh_usage_rollups as refresh
+    from accounting.rollups import run_refresh_hooks
+
+    counts = refresh(cluster_ids)
+    run_refresh_hooks(cluster_ids)
+    return {"clusters": counts.clusters, "records": counts.records, "rows": counts.rows}
+
+
+@shared_task(
+    name="accounting.run_rollup_refresh",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def run_rollup_refresh(refresh_id: int, run_id: str) -> dict:
+    """One queued :class:`~accounting.models.RollupRefresh` (sent by config.dispatch): rebuild
+    the rollups, precompute the dashboards' default views, record the outcome. A redelivered
+    or re-sent run of a refresh that already succeeded does nothing."""
+    from django.utils import timezone
+
+    from accounting.models import ImportStatus, RollupRefresh
+    from accounting.rollups import refresh_usage_rollups as refresh
+    from accounting.rollups import run_refresh_hooks
+
+    job = RollupRefresh.objects.filter(pk=refresh_id, run_id=run_id).first()
+    if job is None or job.status == ImportStatus.SUCCEEDED:
+        return {"skipped": refresh_id}
+    current = RollupRefresh.objects.filter(pk=refresh_id, run_id=run_id)
+    current.update(status=ImportStatus.RUNNING, started_at=timezone.now(), error="")
+    try:
+        counts = refresh(job.cluster_ids)
+    except TRANSIENT:
+        raise  # Celery retries; the refresh is a full rebuild, so a rerun is harmless
+    except Exception as exc:
+        logger.exception("rollup refresh %s failed", refresh_id)
+        current.update(
+            status=ImportStatus.FAILED,
+            error=f"{type(exc).__name__}: {exc}",
+            finished_at=timezone.now(),
+        )
+        return {"failed": str(exc)}
+    current.update(
+        status=ImportStatus.SUCCEEDED,
+        records=counts.records,
+        rows=counts.rows,
+        finished_at=timezone.now(),
+    )
+    run_refresh_hooks(job.cluster_ids)
+    return {"clusters": counts.clusters, "records": counts.records, "rows": counts.rows}

@@ -21,6 +21,17 @@ urlpatterns = [
     ),
     path("accounting/costs/", views.CostReportView.as_view(), name="accounting-costs"),
     path(
+        "accounting/utilization/rows/",
+        views.UtilizationRowsView.as_view(),
+        name="accounting-utilization-rows",
+    ),
+    path("accounting/costs/rows/", views.CostRowsView.as_view(), name="accounting-costs-rows"),
+    path(
+        "accounting/chargeback/rows/",
+        views.ChargebackRowsView.as_view(),
+        name="accounting-chargeback-rows",
+    ),
+    path(
         "accounting/chargeback/",
         views.ChargebackReportView.as_view(),
         name="accounting-chargeback",

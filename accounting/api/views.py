@@ -14,12 +14,15 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access.scoping import scope_records, scope_report, visible_teams
 from accounting import selectors, services
 from accounting.api.serializers import (
     ChargebackQuerySerializer,
     ChargebackReportSerializer,
+    ChargebackRowSerializer,
     CostQuerySerializer,
     CostReportSerializer,
+    CostRowSerializer,
     GresAliasSerializer,
     ImportJobSerializer,
     PartitionMappingSerializer,
@@ -29,6 +32,7 @@ from accounting.api.serializers import (
     UsageRecordSerializer,
     UtilizationQuerySerializer,
     UtilizationReportSerializer,
+    UtilizationRowSerializer,
 )
 from accounting.filtersets import (
     GresAliasFilterSet,
@@ -38,6 +42,7 @@ from accounting.filtersets import (
     UsageRecordFilterSet,
 )
 from accounting.models import GresAlias, ImportJob, PartitionMapping, SreportUtilization
+from config.exporting import RowsView, TabularListMixin
 from planner.engine.cost import CostInputError
 
 # Multipart framing around the file: boundaries, part headers and the small form fields.
@@ -55,7 +60,9 @@ def _too_large(limit: int) -> Response:
     )
 
 
-class UsageRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class UsageRecordViewSet(
+    TabularListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Imported usage records (one per job and card kind); filter by cluster, team, time, ..."""
 
     queryset = selectors.usage_records_queryset()
@@ -64,6 +71,15 @@ class UsageRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     ordering_fields = ["start", "end", "card_hours", "cards", "duration_h", "job_id"]
     ordering = ["-start", "pk"]
     search_fields = ["job_id", "job_label", "account", "user"]
+    # A re-import that changes records points them at its import job: part of the ETag.
+    export_version_fields = ("import_job",)
+
+    def get_queryset(self):
+        # Team-scoped users list and open only their teams' records (others: 404).
+        queryset = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):
+            return queryset
+        return scope_records(queryset, self.request.user)
 
     @extend_schema(
         request={"multipart/form-data": UsageImportSerializer},
@@ -113,7 +129,9 @@ class UsageRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ImportJobViewSet(
+    TabularListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Usage imports: status, progress (0-100), counts, and the bad lines of a failed file."""
 
     queryset = ImportJob.objects.select_related("cluster", "created_by")
@@ -132,7 +150,7 @@ class ImportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-class GresAliasViewSet(viewsets.ModelViewSet):
+class GresAliasViewSet(TabularListMixin, viewsets.ModelViewSet):
     """Gres type → catalog card model; these rows win over the built-in alias table."""
 
     queryset = GresAlias.objects.select_related("accelerator")
@@ -141,7 +159,7 @@ class GresAliasViewSet(viewsets.ModelViewSet):
     search_fields = ["gres_type", "accelerator__name"]
 
 
-class PartitionMappingViewSet(viewsets.ModelViewSet):
+class PartitionMappingViewSet(TabularListMixin, viewsets.ModelViewSet):
     """Slurm partition → pool (and card model for untyped gres/gpu=N), per cluster."""
 
     queryset = PartitionMapping.objects.select_related("cluster", "pool", "accelerator")
@@ -149,7 +167,7 @@ class PartitionMappingViewSet(viewsets.ModelViewSet):
     filterset_class = PartitionMappingFilterSet
 
 
-class SreportUtilizationViewSet(viewsets.ReadOnlyModelViewSet):
+class SreportUtilizationViewSet(TabularListMixin, viewsets.ReadOnlyModelViewSet):
     """Imported sreport cluster-utilization rows (Down and planned-down card-hours)."""
 
     queryset = SreportUtilization.objects.all()
@@ -158,17 +176,16 @@ class SreportUtilizationViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["period_start", "cluster"]
 
 
-class ReportView(APIView):
-    """GET-only report: validate the query, compute with the selectors, serialize."""
+class ReportQueryMixin:
+    """Validate a report's query and compute it with the selectors (400 on a bad query)."""
 
     query_serializer: type[serializers.Serializer]
-    report_serializer: type[serializers.Serializer]
 
     @staticmethod
     def compute(scope: selectors.AccountingScope) -> dict:
         raise NotImplementedError
 
-    def get(self, request):
+    def report(self, request) -> dict:
         query = self.query_serializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         try:
@@ -177,7 +194,51 @@ class ReportView(APIView):
             raise ValidationError(exc.errors) from exc
         except CostInputError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
-        return Response(self.report_serializer(report).data)
+        # Team rows of other teams are dropped for a team-scoped user (access.scoping).
+        return scope_report(report, visible_teams(request.user))
+
+
+class ReportView(ReportQueryMixin, APIView):
+    """GET-only report: validate the query, compute with the selectors, serialize."""
+
+    report_serializer: type[serializers.Serializer]
+
+    def get(self, request):
+        return Response(self.report_serializer(self.report(request)).data)
+
+
+class ReportRowsView(ReportQueryMixin, RowsView):
+    """A report's rows as a list: the spreadsheet form of the report (JSON, CSV, XLSX)."""
+
+    def get_rows(self, request, *args, **kwargs) -> list[dict]:
+        return self.report(request)["rows"]
+
+
+class UtilizationRowsView(ReportRowsView):
+    """Measured utilization, one row per group and bucket (the utilization report's rows)."""
+
+    query_serializer = UtilizationQuerySerializer
+    serializer_class = UtilizationRowSerializer
+    compute = staticmethod(selectors.utilization_report)
+    export_filename = "utilization"
+
+
+class CostRowsView(ReportRowsView):
+    """Cost, one row per group and bucket; factors and money lost per factor as dotted columns."""
+
+    query_serializer = CostQuerySerializer
+    serializer_class = CostRowSerializer
+    compute = staticmethod(selectors.cost_report)
+    export_filename = "costs"
+
+
+class ChargebackRowsView(ReportRowsView):
+    """Chargeback, one row per team and bucket (the chargeback report's rows)."""
+
+    query_serializer = ChargebackQuerySerializer
+    serializer_class = ChargebackRowSerializer
+    compute = staticmethod(selectors.chargeback_report)
+    export_filename = "chargeback"
 
 
 class UtilizationReportView(ReportView):

@@ -192,7 +192,9 @@ def read_block_frame(
     """Parse pre-validated records (right field count) into all-string columns."""
     if not payload:
         return pd.DataFrame({name: pd.Series(dtype="str") for name in names})
-    return pd.read_csv(
+    # NUL is valid UTF-8 but no database text can hold it: treat it like an invalid byte.
+    payload = payload.replace(b"\x00", "\ufffd".encode())
+    frame = pd.read_csv(
         io.BytesIO(payload),
         sep=delimiter,
         header=None,
@@ -204,4 +206,10 @@ def read_block_frame(
         engine="c",
         encoding="utf-8",
         encoding_errors="replace",
+        # Records end at "\n" only, as the block reader counted them: a stray "\r" inside a
+        # line must not split it into two rows (then rows and line numbers would not match).
+        lineterminator="\n",
     )
+    last = frame.columns[-1]
+    frame[last] = frame[last].str.removesuffix("\r")  # CRLF files
+    return frame

@@ -19,6 +19,18 @@ SLURM_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 # Words Slurm prints for a time that has not happened (running or never-started jobs).
 MISSING_TIME_WORDS = ("Unknown", "None", "", "N/A")
 _ELAPSED_RE = re.compile(r"^\s*(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)\s*$")
+# Times outside this window are typos or garbage (year 0, -1, 9999), not scheduler records;
+# they would also overflow later conversions.
+EARLIEST_TIME = pd.Timestamp("1970-01-01")
+LATEST_TIME = pd.Timestamp("2200-01-01")
+
+
+def drop_implausible_times(parsed: pd.Series) -> pd.Series:
+    """NaT instead of times before 1970 or from 2200 on (naive or UTC-aware series)."""
+    low, high = EARLIEST_TIME, LATEST_TIME
+    if getattr(parsed.dt, "tz", None) is not None:
+        low, high = low.tz_localize("UTC"), high.tz_localize("UTC")
+    return parsed.where((parsed >= low) & (parsed < high))
 
 
 @dataclass
@@ -53,6 +65,7 @@ def parse_slurm_times(text: pd.Series, timezone: str) -> ParsedTimes:
         stripped = text[retry].str.strip()
         missing[retry] = stripped.isin(MISSING_TIME_WORDS).to_numpy()
         parsed.loc[retry] = pd.to_datetime(stripped, format="ISO8601", errors="coerce")
+    parsed = drop_implausible_times(parsed.astype("datetime64[us]"))
     bad = parsed.isna().to_numpy() & ~missing
     return ParsedTimes(localize_to_utc(parsed, timezone), missing, bad)
 
@@ -104,10 +117,12 @@ def number_after(text: pd.Series, key: str) -> np.ndarray:
 
 
 def parse_numbers(text: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
-    """Decimal numbers -> float64. Returns (values, missing mask, bad mask)."""
+    """Finite decimal numbers -> float64. Returns (values, missing mask, bad mask)."""
     stripped = text.str.strip()
     missing = (stripped == "").to_numpy()
     values = pd.to_numeric(stripped.where(~missing), errors="coerce").astype("float64")
+    # "nan", "inf" and overflowing figures such as 1e999 are not usable numbers.
+    values = values.where(np.isfinite(values))
     bad = values.isna().to_numpy() & ~missing
     return values, missing, bad
 

@@ -72,7 +72,13 @@ from accounting.parsing.fields import (
     parse_numbers,
     parse_slurm_times,
 )
-from accounting.parsing.schema import SCHEDULER_STATES, conform_usage_frame, empty_usage_frame
+from accounting.parsing.schema import (
+    MAX_JOB_CARDS,
+    MAX_JOB_NODES,
+    SCHEDULER_STATES,
+    conform_usage_frame,
+    empty_usage_frame,
+)
 
 DEFAULT_SACCT_COLUMNS: tuple[str, ...] = (
     "JobID",
@@ -433,6 +439,9 @@ class _ChunkContext:
         elapsed: tuple[np.ndarray, ...],
         gpu_utilization: np.ndarray,
     ) -> pd.DataFrame:
+        if jobs.empty:
+            # Only step lines (already reported); numpy's string partition fails on nothing.
+            return conform_usage_frame(pd.DataFrame())
         issues = self.issues
         lines = jobs["source_line"].to_numpy()
         label = jobs["jobid"]
@@ -541,6 +550,13 @@ class _ChunkContext:
                 lines,
                 "NNodes",
                 "'{value}' is not a non-negative whole number",
+                jobs["nnodes"],
+            )
+            issues.add_where(
+                (nodes > MAX_JOB_NODES).to_numpy() & ~skip,
+                lines,
+                "NNodes",
+                f"'{{value}}' is more nodes than a job can hold (at most {MAX_JOB_NODES})",
                 jobs["nnodes"],
             )
 
@@ -653,6 +669,8 @@ def _gpu_entries(tres: str) -> list[tuple[str | None, float]] | str:
         if not _COUNT_RE.match(value.strip()):
             return f"gres/gpu count '{value}' is not a non-negative whole number"
         count = float(value)
+        if count > MAX_JOB_CARDS:
+            return f"gres/gpu count '{value}' is more than a job can hold (at most {MAX_JOB_CARDS})"
         if gres_type:
             if count > 0:
                 typed.append((gres_type, count))

@@ -46,6 +46,10 @@ JOB_STATES: tuple[str, ...] = (
     "running",
 )
 JOB_STATE_DTYPE = pd.CategoricalDtype(categories=list(JOB_STATES), ordered=False)
+# Figures beyond these are typos or garbage, not a job; they would also overflow the
+# database's integer columns. Parsers reject them by line and column.
+MAX_JOB_CARDS = 1_000_000
+MAX_JOB_NODES = 1_000_000
 # Card-hours of jobs ending in these states count as lost work (effective time, §4).
 LOST_WORK_STATES: tuple[str, ...] = ("failed", "node_fail", "preempted")
 

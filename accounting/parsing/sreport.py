@@ -280,8 +280,9 @@ def _read_rows(
             continue
         # -t hourper prints "12960(95.00%)": keep the figure before the bracket.
         text = raw[word].str.replace(r"\(.*\)\s*$", "", regex=True).str.strip()
-        values = pd.to_numeric(text, errors="coerce")
-        bad = values.isna().to_numpy() | (values < 0).to_numpy()
+        values = pd.to_numeric(text, errors="coerce").astype("float64")
+        # NaN, inf and overflowing figures (1e999) are no card-hours either.
+        bad = ~np.isfinite(values.to_numpy()) | (values < 0).to_numpy()
         issues.add_where(
             bad, source_line, word.title(), "'{value}' is not a non-negative number", raw[word]
         )

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import os
+import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from accounting.parsing.aliases import DEFAULT_GRES_ALIASES, normalize_aliases, normalize_gres_type
+from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
 from accounting.parsing.blocks import (
     ParseProgress,
     ProgressCallback,
@@ -55,11 +57,17 @@ from accounting.parsing.blocks import (
 from accounting.parsing.errors import DEFAULT_MAX_ERRORS, IssueCollector, TooManyIssues
 from accounting.parsing.fields import (
     blank_to_na,
+    drop_implausible_times,
     localize_to_utc,
     map_distinct,
     parse_numbers,
 )
-from accounting.parsing.schema import SCHEDULER_STATES, conform_usage_frame
+from accounting.parsing.schema import (
+    MAX_JOB_CARDS,
+    MAX_JOB_NODES,
+    SCHEDULER_STATES,
+    conform_usage_frame,
+)
 
 REQUIRED_TABLE_COLUMNS: tuple[str, ...] = (
     "cluster",
@@ -84,6 +92,7 @@ OPTIONAL_TABLE_COLUMNS: tuple[str, ...] = (
 )
 HEADER_SYNONYMS: dict[str, str] = {"team": "account"}
 DEFAULT_TABLE_CHUNK_ROWS = 100_000
+DEFAULT_MAX_XLSX_INFLATED_BYTES = 4 * 2**30
 _OFFSET_RE = r"(?:Z|[+-]\d\d:?\d\d)$"
 
 
@@ -149,8 +158,13 @@ def iter_csv_chunks(
                         continue
                     header_at = int(non_blank[0])
                     header_text = block.record_text(header_at).lstrip("\ufeff")
-                    header_fields = next(csv.reader([header_text], delimiter=delimiter))
-                    names = _check_header(header_fields, int(block.record_lines[header_at]), issues)
+                    header_line = int(block.record_lines[header_at])
+                    try:
+                        header_fields = next(csv.reader([header_text], delimiter=delimiter))
+                    except csv.Error as exc:  # e.g. a stray carriage return in the header
+                        issues.add(header_line, "*", f"the header row cannot be read ({exc})")
+                        raise issues.error() from None
+                    names = _check_header(header_fields, header_line, issues)
                     keep[header_at] = False
                 wrong = keep & (block.field_counts != len(names))
                 for position in np.flatnonzero(wrong)[: issues.max_errors]:
@@ -199,20 +213,35 @@ def iter_xlsx_chunks(
     max_errors: int = DEFAULT_MAX_ERRORS,
     progress: ProgressCallback | None = None,
     stats: TableStats | None = None,
+    max_inflated_bytes: int = DEFAULT_MAX_XLSX_INFLATED_BYTES,
 ) -> Iterator[pd.DataFrame]:
     """Yield validated usage chunks from an XLSX sheet (openpyxl read-only, streaming).
+
+    The archive is checked first (:mod:`accounting.parsing.archive`): a file that would
+    inflate beyond ``max_inflated_bytes`` or looks like a zip bomb is refused unopened.
 
     Progress reports sheet rows read in ``lines_read`` (``bytes_read`` stays 0: the zip is
     inflated by openpyxl). Errors name the sheet row as the line.
     """
     from openpyxl import load_workbook
+    from openpyxl.utils.exceptions import InvalidFileException
 
     stats = stats if stats is not None else TableStats()
     issues = IssueCollector(max_errors=max_errors)
     options = _TableOptions(
         aliases, dict(partition_models or {}), default_model, unknown_model, timezone, as_of
     )
-    workbook = load_workbook(source, read_only=True, data_only=True)
+    try:
+        check_xlsx_archive(source, max_uncompressed_bytes=max_inflated_bytes)
+    except UnsafeArchive as exc:
+        issues.add(1, "*", f"refused: {exc}")
+        raise issues.error() from None
+    try:
+        workbook = load_workbook(source, read_only=True, data_only=True)
+    except (zipfile.BadZipFile, InvalidFileException, KeyError, ValueError, OSError) as exc:
+        # Not a workbook at all (another format renamed, truncated, random bytes).
+        issues.add(1, "*", f"not a readable XLSX workbook ({type(exc).__name__}: {exc})")
+        raise issues.error() from None
     try:
         sheet = workbook[sheet_name] if sheet_name else workbook.worksheets[0]
         names: list[str] | None = None
@@ -294,7 +323,7 @@ def _check_header(fields: list[str], line: int, issues: IssueCollector) -> list[
             issues.add(line, fields[index].strip() or str(index + 1), "unknown column name")
     for index, name in enumerate(names):
         if name in names[:index]:
-            issues.add(line, name, "column named twice")
+            issues.add(line, name or str(index + 1), "column named twice")
     for required in REQUIRED_TABLE_COLUMNS:
         if required not in names:
             issues.add(line, required, "required column is missing")
@@ -312,10 +341,11 @@ def _parse_times(text: pd.Series, timezone: str) -> tuple[pd.Series, np.ndarray,
     naive_rows = ~missing & ~has_offset
     if naive_rows.any():
         naive = pd.to_datetime(stripped[naive_rows], format="ISO8601", errors="coerce")
+        naive = drop_implausible_times(naive.astype("datetime64[us]"))
         values.loc[naive_rows] = localize_to_utc(naive, timezone)
     if has_offset.any():
         aware = pd.to_datetime(stripped[has_offset], format="ISO8601", errors="coerce", utc=True)
-        values.loc[has_offset] = aware.astype("datetime64[us, UTC]")
+        values.loc[has_offset] = drop_implausible_times(aware.astype("datetime64[us, UTC]"))
     bad = values.isna().to_numpy() & ~missing
     return values, missing, bad
 
@@ -360,6 +390,13 @@ def _table_to_records(
     issues.add_where(
         cards_bad & ~pending, lines, "cards", "'{value}' is not a number > 0", raw["cards"]
     )
+    issues.add_where(
+        (cards > MAX_JOB_CARDS).to_numpy() & ~pending,
+        lines,
+        "cards",
+        f"'{{value}}' is more cards than a job can hold (at most {MAX_JOB_CARDS})",
+        raw["cards"],
+    )
 
     start, start_missing, start_bad = _parse_times(raw["start"], options.timezone)
     issues.add_where(
@@ -401,9 +438,13 @@ def _table_to_records(
     optional_numbers: dict[str, pd.Series] = {}
     if "nodes" in raw:
         nodes, _, nodes_bad = parse_numbers(raw["nodes"])
-        nodes_bad |= ((nodes < 0) | (nodes % 1 != 0)).to_numpy()
+        nodes_bad |= ((nodes < 0) | (nodes % 1 != 0) | (nodes > MAX_JOB_NODES)).to_numpy()
         issues.add_where(
-            nodes_bad, lines, "nodes", "'{value}' is not a whole number >= 0", raw["nodes"]
+            nodes_bad,
+            lines,
+            "nodes",
+            f"'{{value}}' is not a whole number from 0 to {MAX_JOB_NODES}",
+            raw["nodes"],
         )
         optional_numbers["nodes"] = nodes
     for name in ("tokens_per_s", "model_params"):
@@ -437,7 +478,8 @@ def _table_to_records(
         dtype="str",
     )
     if partition is not None:
-        model = model.fillna(partition.map(dict(options.partition_models)))
+        # Cast: a partition column read as numbers maps to a float array, not strings.
+        model = model.fillna(partition.map(dict(options.partition_models)).astype("str"))
     if options.default_model is not None:
         model = model.fillna(options.default_model)
     unknown = model.isna().to_numpy()
