@@ -45,6 +45,8 @@ urlpatterns = [
     path("", include("inventory.api.urls")),
     path("", include("planner.api.urls")),
     path("", include("accounting.api.urls")),
+    path("", include("exports.api.urls")),
+    path("", include("reports.api.urls")),
     path("tasks/<str:task_id>/", TaskStatusView.as_view(), name="task-status"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

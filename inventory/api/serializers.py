@@ -34,7 +34,7 @@ class AcceleratorField(serializers.PrimaryKeyRelatedField):
     }
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and not data.isdigit():
+        if isinstance(data, str) and not data.isdecimal():
             try:
                 return self.get_queryset().get(name=data)
             except AcceleratorModel.DoesNotExist:

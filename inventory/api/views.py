@@ -8,6 +8,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from config.exporting import TabularListMixin
 from inventory.api.serializers import (
     AcceleratorModelSerializer,
     ClusterSerializer,
@@ -41,7 +42,7 @@ class ProtectedDeleteMixin:
             )
 
 
-class SiteViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+class SiteViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
     queryset = Site.objects.all()
     serializer_class = SiteSerializer
     filterset_class = SiteFilterSet
@@ -49,7 +50,7 @@ class SiteViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
     search_fields = ["name", "location"]
 
 
-class AcceleratorModelViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+class AcceleratorModelViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
     queryset = AcceleratorModel.objects.all()
     serializer_class = AcceleratorModelSerializer
     filterset_class = AcceleratorModelFilterSet
@@ -57,7 +58,7 @@ class AcceleratorModelViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
     search_fields = ["vendor", "name"]
 
 
-class ClusterViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
+class ClusterViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
     queryset = Cluster.objects.select_related("site")
     serializer_class = ClusterSerializer
     filterset_class = ClusterFilterSet
@@ -65,7 +66,7 @@ class ClusterViewSet(ProtectedDeleteMixin, viewsets.ModelViewSet):
     search_fields = ["name", "site__name"]
 
 
-class PoolViewSet(viewsets.ModelViewSet):
+class PoolViewSet(TabularListMixin, viewsets.ModelViewSet):
     queryset = pools_with_node_groups()
     serializer_class = PoolSerializer
     filterset_class = PoolFilterSet
@@ -98,7 +99,7 @@ class PoolViewSet(viewsets.ModelViewSet):
         )
 
 
-class NodeGroupViewSet(viewsets.ModelViewSet):
+class NodeGroupViewSet(TabularListMixin, viewsets.ModelViewSet):
     queryset = node_groups_queryset()
     serializer_class = NodeGroupSerializer
     filterset_class = NodeGroupFilterSet
