@@ -1,0 +1,537 @@
+"""The numbers of one report, built from the accounting selectors (measured data).
+
+:func:`build_numbers` returns a JSON-safe dict: it is stored on the Report ("the numbers it
+used"), and every rendering (HTML, XLSX, CSV, charts) reads only from it, so a file and the
+e-mail can never disagree. Rows are the accounting API's rows for the same period (granularity
+``total``), so the XLSX equals ``/api/v1/accounting/…`` for that period.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from accounting import selectors as accounting
+from planner.engine.factors import FACTOR_NAMES
+from reports import periods
+from reports import selectors as report_selectors
+from reports.models import ReportSchedule, ReportScope, ReportTemplate
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how "about $N a month" scales a period's loss
+TOP_IDLE_POOLS = 5
+RECOMMENDATIONS = 3
+# A change smaller than this (in the value's own unit, e.g. 0.005 = half a point) is "flat".
+FLAT_CHANGE = 0.005
+UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team")
+FACTOR_LABELS = {
+    "effective_utilization": "Effective utilization",
+    "energy": "Energy (1/PUE)",
+    "mfu": "MFU",
+    "scaling": "Scaling",
+    "effective_time": "Effective training time",
+    "utilization": "Utilization",
+}
+UTILIZATION_COLUMNS = (
+    "available_card_hours",
+    "allocated_card_hours",
+    "idle_card_hours",
+    "lost_card_hours",
+    "down_card_hours",
+    "allocation_share",
+    "utilization",
+    "effective_time",
+    "productive_share",
+)
+COST_COLUMNS = (
+    "currency",
+    "card_hours",
+    "allocated_card_hours",
+    "total_cost",
+    "compute_cost",
+    "energy_cost",
+    "idle_cost",
+    "lost_cost",
+    "cost_per_allocated_card_hour",
+    "cost_per_effective_pflop_day",
+    "effective_utilization",
+    "facility_energy_mwh",
+    "co2_tonnes",
+)
+CHARGEBACK_COLUMNS = (
+    "team",
+    "currency",
+    "used_card_hours",
+    "used_cost",
+    "idle_cost_share",
+    "chargeback_cost",
+    "share_of_total",
+)
+
+# Which sections each content template shows (the summary always comes first).
+SECTIONS: dict[str, tuple[str, ...]] = {
+    ReportTemplate.UTILIZATION: (
+        "summary",
+        "recommendations",
+        "utilization",
+        "idle",
+        "failures",
+    ),
+    ReportTemplate.COST_CHARGEBACK: (
+        "summary",
+        "recommendations",
+        "costs",
+        "chargeback",
+        "idle",
+        "waste",
+    ),
+    ReportTemplate.EFFICIENCY_REVIEW: (
+        "summary",
+        "recommendations",
+        "waste",
+        "utilization",
+        "idle",
+        "costs",
+        "chargeback",
+        "failures",
+    ),
+}
+
+ADVICE = {
+    "utilization": "move queued work onto these cards, co-locate inference or batch jobs, or "
+    "release rented capacity",
+    "effective_time": "tune the checkpoint interval (Young/Daly) and investigate the nodes "
+    "that fail",
+    "mfu": "profile the main jobs: fused kernels, larger micro-batches, less host-side waiting",
+    "scaling": "keep tensor parallelism inside a node, use more micro-batches per step and "
+    "overlap the gradient all-reduce",
+    "energy": "raise cooling set-points, contain hot aisles or move hot pools to liquid cooling",
+}
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def money(value: float | None, currency: str | None) -> str:
+    """``$12,345`` for USD, ``12,345 EUR`` otherwise ("n/a" when unknown)."""
+    if value is None:
+        return "n/a"
+    if currency == "USD":
+        return f"${value:,.0f}"
+    return f"{value:,.0f} {currency or ''}".strip()
+
+
+def change(current: float | None, previous: float | None, higher_is_better: bool) -> dict:
+    """Delta and arrow of a figure vs the previous period; ``better`` None when flat/unknown."""
+    if current is None or previous is None:
+        return {"delta": None, "arrow": "–", "direction": "unknown", "better": None}
+    delta = current - previous
+    scale = max(abs(previous), 1.0) if abs(previous) > 1 else 1.0
+    if abs(delta) / scale < FLAT_CHANGE:
+        return {"delta": delta, "arrow": "→", "direction": "flat", "better": None}
+    up = delta > 0
+    return {
+        "delta": delta,
+        "arrow": "▲" if up else "▼",
+        "direction": "up" if up else "down",
+        "better": up == higher_is_better,
+    }
+
+
+def _scope_filters(schedule: ReportSchedule, period: periods.Period) -> dict[str, Any]:
+    """Cluster ids and team of the schedule's scope (site → its clusters; team → where it ran)."""
+    if schedule.scope == ReportScope.CLUSTER:
+        return {"cluster_ids": (schedule.cluster_id,), "team": None}
+    if schedule.scope == ReportScope.SITE:
+        return {"cluster_ids": report_selectors.site_cluster_ids(schedule.site_id), "team": None}
+    if schedule.scope == ReportScope.TEAM:
+        ids = report_selectors.team_cluster_ids(schedule.team, period.start, period.end)
+        return {"cluster_ids": ids, "team": schedule.team}
+    return {"cluster_ids": None, "team": None}
+
+
+def _scope(
+    filters: dict, period: periods.Period, tz: str, group_by: Sequence[str] = ("cluster",), **extra
+) -> accounting.AccountingScope:
+    return accounting.AccountingScope(
+        period_start=period.start,
+        period_end=period.end,
+        granularity="total",
+        cluster_ids=filters["cluster_ids"],
+        group_by=tuple(group_by),
+        tz=tz,
+        **extra,
+    )
+
+
+def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
+    """One fleet figure from per-currency totals: factors weighted by peak PFLOP-days (§1)."""
+    weight = sum(row["peak_pflop_days"] or 0.0 for row in totals)
+    factors: dict[str, float | None] = {}
+    for name in FACTOR_NAMES:
+        parts = [
+            (row["factors"].get(name), row["peak_pflop_days"] or 0.0)
+            for row in totals
+            if row["factors"].get(name) is not None
+        ]
+        factors[name] = (
+            sum(value * w for value, w in parts) / sum(w for _, w in parts)
+            if parts and sum(w for _, w in parts) > 0
+            else None
+        )
+    effective = sum(row["effective_pflop_days"] or 0.0 for row in totals)
+    currencies = sorted({row["currency"] for row in totals})
+    single = currencies[0] if len(currencies) == 1 else None
+    total_of = {
+        name: sum(row[name] or 0.0 for row in totals) if single else None
+        for name in ("total_cost", "idle_cost", "lost_cost")
+    }
+    return {
+        "effective_utilization": effective / weight if weight > 0 else None,
+        "factors": factors,
+        "currency": single,
+        "currencies": currencies,
+        "lost_cost_by_factor": {
+            name: sum((row["lost_cost_by_factor"] or {}).get(name) or 0.0 for row in totals)
+            for name in FACTOR_NAMES
+        }
+        if single
+        else {},
+        **total_of,
+    }
+
+
+def _card_hours(rows: list[dict]) -> dict[str, float]:
+    available = sum(row.get("available_card_hours") or 0.0 for row in rows)
+    allocated = sum(row.get("allocated_card_hours") or 0.0 for row in rows)
+    return {
+        "available_card_hours": available,
+        "allocated_card_hours": allocated,
+        "idle_card_hours": max(available - allocated, 0.0),
+        "lost_card_hours": sum(row.get("lost_card_hours") or 0.0 for row in rows),
+        "down_card_hours": sum(row.get("down_card_hours") or 0.0 for row in rows),
+        "allocation_share": allocated / available if available > 0 else None,
+    }
+
+
+def _utilization_rows(report: dict, name: str) -> list[dict]:
+    rows = []
+    for row in report["rows"]:
+        available = row.get("available_card_hours")
+        allocated = row.get("allocated_card_hours")
+        idle = (
+            max(available - allocated, 0.0)
+            if available is not None and allocated is not None
+            else None
+        )
+        label = row.get(name)
+        if name == "team" and "cluster" in row:
+            label = f"{row['team']} @ {row['cluster']}"
+        rows.append({"name": label, **row, "idle_card_hours": idle})
+    return sorted(rows, key=lambda row: str(row["name"]))
+
+
+def _period_figures(
+    schedule: ReportSchedule, period: periods.Period, tz: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(headline figures, raw accounting reports) for one period."""
+    filters = _scope_filters(schedule, period)
+    team = filters["team"]
+    empty_scope = filters["cluster_ids"] == ()
+    utilization: dict[str, list[dict]] = {}
+    for group in UTILIZATION_GROUPS:
+        if empty_scope:
+            utilization[group] = []
+            continue
+        report = accounting.utilization_report(_scope(filters, period, tz, (group,), team=team))
+        utilization[group] = _utilization_rows(report, group)
+    if empty_scope:
+        costs = {"rows": [], "totals": [], "warnings": []}
+        pool_costs = {"rows": [], "totals": [], "warnings": []}
+        chargeback = {"rows": [], "totals": [], "warnings": []}
+    else:
+        costs = accounting.cost_report(_scope(filters, period, tz, ("cluster",)))
+        pool_costs = accounting.cost_report(_scope(filters, period, tz, ("cluster", "pool")))
+        chargeback = accounting.chargeback_report(_scope(filters, period, tz, team=team))
+    fleet = _weighted_totals(costs["totals"])
+    # Team scope: card-hours are the team's own; the idle figures are its clusters'.
+    hours = _card_hours(utilization["cluster"])
+    figures = {
+        "effective_utilization": fleet["effective_utilization"],
+        "factors": fleet["factors"],
+        "currency": fleet["currency"],
+        "currencies": fleet["currencies"],
+        "total_cost": fleet["total_cost"],
+        "idle_cost": fleet["idle_cost"],
+        "lost_cost": fleet["lost_cost"],
+        "lost_cost_by_factor": fleet["lost_cost_by_factor"],
+        "chargeback_cost": sum(row["chargeback_cost"] or 0.0 for row in chargeback["rows"])
+        if team is not None
+        else None,
+        **hours,
+    }
+    raw = {
+        "utilization": utilization,
+        "costs": costs,
+        "pool_costs": pool_costs,
+        "chargeback": chargeback,
+        "filters": filters,
+    }
+    return figures, raw
+
+
+def _summary(current: dict, previous: dict) -> dict[str, Any]:
+    factor_rows = []
+    for name in ("effective_utilization", *FACTOR_NAMES):
+        now = current["effective_utilization"] if name == "effective_utilization" else None
+        before = previous["effective_utilization"] if name == "effective_utilization" else None
+        if name != "effective_utilization":
+            now, before = current["factors"].get(name), previous["factors"].get(name)
+        factor_rows.append(
+            {
+                "name": name,
+                "label": FACTOR_LABELS[name],
+                "value": _finite(now),
+                "previous": _finite(before),
+                **change(_finite(now), _finite(before), higher_is_better=True),
+            }
+        )
+    figure_specs = [
+        ("available_card_hours", "Available card-hours", True, "card_hours"),
+        ("allocated_card_hours", "Allocated card-hours", True, "card_hours"),
+        ("idle_card_hours", "Idle card-hours", False, "card_hours"),
+        ("lost_card_hours", "Card-hours lost to failures", False, "card_hours"),
+        ("total_cost", "Total cost", False, "money"),
+        ("idle_cost", "Cost of idle cards", False, "money"),
+    ]
+    if current.get("chargeback_cost") is not None:
+        figure_specs.append(("chargeback_cost", "Charged to the team", False, "money"))
+    figures = []
+    for key, label, higher_is_better, unit in figure_specs:
+        now, before = _finite(current.get(key)), _finite(previous.get(key))
+        relative = change(now, before, higher_is_better)
+        if now is not None and before:
+            relative["relative"] = (now - before) / before
+        figures.append(
+            {
+                "name": key,
+                "label": label,
+                "unit": unit,
+                "value": now,
+                "previous": before,
+                **relative,
+            }
+        )
+    return {
+        "effective_utilization": _finite(current["effective_utilization"]),
+        "previous_effective_utilization": _finite(previous["effective_utilization"]),
+        "currency": current["currency"],
+        "currencies": current["currencies"],
+        "factors": factor_rows,
+        "figures": figures,
+    }
+
+
+def _top_idle_pools(utilization_pools: list[dict], pool_costs: list[dict]) -> list[dict]:
+    cost_of = {row.get("pool_id"): row for row in pool_costs}
+    rows = []
+    for row in utilization_pools:
+        idle = row.get("idle_card_hours")
+        if not idle:
+            continue
+        cost = cost_of.get(row.get("pool_id"), {})
+        available = row.get("available_card_hours") or 0.0
+        rows.append(
+            {
+                "pool": row.get("pool"),
+                "pool_id": row.get("pool_id"),
+                "cluster": cost.get("cluster"),
+                "idle_card_hours": idle,
+                "idle_share": idle / available if available else None,
+                "idle_cost": _finite(cost.get("idle_cost")),
+                "currency": cost.get("currency"),
+            }
+        )
+    rows.sort(key=lambda row: (-(row["idle_cost"] or 0.0), -row["idle_card_hours"], row["pool"]))
+    return rows[:TOP_IDLE_POOLS]
+
+
+def _recommendations(
+    cost_rows: list[dict], utilization_clusters: list[dict], period: periods.Period
+) -> list[dict]:
+    """The largest (cluster, factor) losses in money, as plain sentences."""
+    by_cluster = {row.get("cluster_id"): row for row in utilization_clusters}
+    monthly = HOURS_PER_MONTH / period.hours if period.hours > 0 else 0.0
+    candidates = []
+    for row in cost_rows:
+        lost = row.get("lost_cost_by_factor") or {}
+        top_factor = max(lost, key=lambda name: lost[name] or 0.0) if lost else None
+        for factor, value in lost.items():
+            if value and value > 0:
+                candidates.append((value, row, factor, factor == top_factor))
+    candidates.sort(key=lambda item: (-item[0], str(item[1].get("cluster")), item[2]))
+    result = []
+    for value, row, factor, largest in candidates[:RECOMMENDATIONS]:
+        cluster = row.get("cluster")
+        factors = row.get("factors") or {}
+        usage = by_cluster.get(row.get("cluster_id"), {})
+        detail = _loss_detail(factor, factors, usage)
+        per_month = value * monthly
+        label = FACTOR_LABELS[factor]
+        lead = "the biggest loss" if largest else "a large loss"
+        text = (
+            f"{label} is {lead} in cluster {cluster}: {detail}, about "
+            f"{money(per_month, row.get('currency'))} a month. Next step: {ADVICE[factor]}."
+        )
+        result.append(
+            {
+                "cluster": cluster,
+                "factor": factor,
+                "lost_cost": value,
+                "lost_cost_per_month": per_month,
+                "currency": row.get("currency"),
+                "text": text[0].upper() + text[1:],
+            }
+        )
+    return result
+
+
+def _loss_detail(factor: str, factors: dict, usage: dict) -> str:
+    if factor == "utilization":
+        share = usage.get("allocation_share")
+        idle = 1.0 - share if share is not None else 1.0 - (factors.get("utilization") or 0.0)
+        return f"{idle:.0%} idle card-hours"
+    if factor == "effective_time":
+        lost = usage.get("lost_card_hours") or 0.0
+        share = 1.0 - (factors.get("effective_time") or 1.0)
+        return (
+            f"{lost:,.0f} card-hours lost to failed and preempted jobs ({share:.0%} of held time)"
+        )
+    if factor == "mfu":
+        return f"cards deliver {factors.get('mfu') or 0.0:.0%} of their peak FLOPs (MFU)"
+    if factor == "scaling":
+        return f"parallel scaling efficiency is {factors.get('scaling') or 0.0:.0%}"
+    energy = factors.get("energy") or 1.0
+    return f"PUE {1.0 / energy:.2f}, so {1.0 - energy:.0%} of the power never reaches a card"
+
+
+def _cost_rows(rows: list[dict]) -> list[dict]:
+    result = []
+    for row in rows:
+        name = row.get("cluster")
+        if "pool" in row:
+            name = f"{row.get('cluster')} / {row.get('pool')}"
+        result.append({"name": name, **row})
+    return sorted(result, key=lambda row: str(row["name"]))
+
+
+def _failures(utilization_clusters: list[dict], job_counts: list[dict]) -> dict[str, Any]:
+    counts: dict[str, dict[str, int]] = {}
+    for row in job_counts:
+        counts.setdefault(row["cluster"], {})[row["state"]] = row["jobs"]
+    rows = []
+    for row in utilization_clusters:
+        states = counts.get(row.get("cluster"), {})
+        rows.append(
+            {
+                "cluster": row.get("cluster"),
+                "failed_jobs": states.get("failed", 0),
+                "node_fail_jobs": states.get("node_fail", 0),
+                "preempted_jobs": states.get("preempted", 0),
+                "lost_card_hours": row.get("lost_card_hours"),
+                "down_card_hours": row.get("down_card_hours"),
+                "effective_time": row.get("effective_time"),
+            }
+        )
+    return {
+        "clusters": rows,
+        "lost_card_hours": sum(row["lost_card_hours"] or 0.0 for row in rows),
+        "down_card_hours": sum(row["down_card_hours"] or 0.0 for row in rows),
+        "failed_jobs": sum(row["failed_jobs"] + row["node_fail_jobs"] for row in rows),
+    }
+
+
+def _period_json(period: periods.Period) -> dict[str, Any]:
+    return {
+        "start": period.start.isoformat(),
+        "end": period.end.isoformat(),
+        "label": period.label(),
+        "hours": period.hours,
+    }
+
+
+def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str, Any]:
+    """Everything a report of ``schedule`` over ``period`` shows, as JSON-safe data."""
+    spec = schedule.spec()
+    previous = periods.previous_period(spec, period)
+    tz = schedule.timezone
+    current, raw = _period_figures(schedule, period, tz)
+    before, _ = _period_figures(schedule, previous, tz)
+    utilization = raw["utilization"]
+    cost_rows = raw["costs"]["rows"]
+    job_counts = report_selectors.job_state_counts(
+        raw["filters"]["cluster_ids"], raw["filters"]["team"], period.start, period.end
+    )
+    chargeback = raw["chargeback"]
+    waste = [
+        {
+            "factor": name,
+            "label": FACTOR_LABELS[name],
+            "lost_cost": current["lost_cost_by_factor"].get(name),
+        }
+        for name in FACTOR_NAMES
+        if current["lost_cost_by_factor"]
+    ]
+    warnings = list(
+        dict.fromkeys(raw["costs"].get("warnings", []) + raw["chargeback"].get("warnings", []))
+    )
+    if len(current["currencies"]) > 1:
+        warnings.append(
+            "The scope mixes currencies (" + ", ".join(current["currencies"]) + "): money is "
+            "shown per currency in the cost tables and left out of the headline."
+        )
+    if schedule.scope == ReportScope.TEAM:
+        warnings.append(
+            f"Team scope: utilization and card-hours are team {schedule.team}'s own; factors, "
+            "cost and idle figures are those of the clusters it ran on."
+        )
+    return {
+        "schedule": {
+            "id": schedule.pk,
+            "name": schedule.name,
+            "template": schedule.template,
+            "template_label": schedule.get_template_display(),
+            "scope": schedule.scope,
+            "scope_label": schedule.scope_label,
+        },
+        "timezone": tz,
+        "period": _period_json(period),
+        "previous_period": _period_json(previous),
+        "sections": list(SECTIONS[schedule.template]),
+        "summary": _summary(current, before),
+        "utilization": utilization,
+        "idle": {
+            "idle_card_hours": current["idle_card_hours"],
+            "idle_cost": current["idle_cost"],
+            "currency": current["currency"],
+            "top_pools": _top_idle_pools(utilization["pool"], raw["pool_costs"]["rows"]),
+        },
+        "costs": {
+            "clusters": _cost_rows(cost_rows),
+            "pools": _cost_rows(raw["pool_costs"]["rows"]),
+            "totals": raw["costs"]["totals"],
+        },
+        "chargeback": {
+            "idle_rule": chargeback.get("idle_rule", "proportional"),
+            "teams": sorted(chargeback["rows"], key=lambda row: -(row["chargeback_cost"] or 0)),
+            "totals": chargeback["totals"],
+        },
+        "waste": waste,
+        "failures": _failures(utilization["cluster"], job_counts),
+        "recommendations": _recommendations(cost_rows, utilization["cluster"], period),
+        "warnings": warnings,
+    }

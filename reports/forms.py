@@ -1,0 +1,128 @@
+"""Browser forms: a report schedule, and "run now" for a chosen period."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.utils import timezone
+
+from reports import periods
+from reports.models import ReportFormat, ReportSchedule
+
+SCHEDULE_FIELDS = (
+    "name",
+    "template",
+    "scope",
+    "site",
+    "cluster",
+    "team",
+    "frequency",
+    "send_time",
+    "cron_expression",
+    "timezone",
+    "recipient_users",
+    "recipient_addresses",
+    "formats",
+    "enabled",
+)
+
+
+def parse_addresses(text: str) -> list[str]:
+    """Addresses separated by newlines, commas or semicolons; a bad one names itself."""
+    addresses = [
+        part.strip() for chunk in text.splitlines() for part in chunk.replace(";", ",").split(",")
+    ]
+    addresses = [address for address in addresses if address]
+    for address in addresses:
+        try:
+            validate_email(address)
+        except ValidationError as exc:
+            raise ValidationError(f'"{address}" is not an e-mail address.') from exc
+    return list(dict.fromkeys(addresses))
+
+
+class ScheduleForm(forms.ModelForm):
+    timezone = forms.ChoiceField(choices=[], help_text="IANA time zone the times are read in.")
+    recipient_addresses = forms.CharField(
+        label="Other recipients",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="Plain e-mail addresses, one per line.",
+    )
+    formats = forms.MultipleChoiceField(
+        choices=ReportFormat.choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The HTML body is the e-mail itself; the others are attached and archived.",
+    )
+    send_time = forms.TimeField(
+        widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
+        help_text="Local time of day (daily, weekly, monthly, quarterly).",
+    )
+
+    class Meta:
+        model = ReportSchedule
+        fields = SCHEDULE_FIELDS
+        widgets = {"recipient_users": forms.SelectMultiple(attrs={"size": 6})}
+        labels = {"template": "Content", "recipient_users": "Recipients (users)"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["timezone"].choices = [(name, name) for name in periods.timezone_names()]
+        self.fields["recipient_users"].queryset = (
+            get_user_model().objects.filter(is_active=True).exclude(email="").order_by("username")
+        )
+        self.fields["recipient_users"].help_text = "Users with an e-mail address."
+        if self.instance.pk:
+            self.initial["recipient_addresses"] = "\n".join(self.instance.recipient_addresses)
+        else:
+            self.initial.setdefault("formats", ["html_email", "xlsx"])
+
+    def clean_recipient_addresses(self) -> list[str]:
+        return parse_addresses(self.cleaned_data.get("recipient_addresses") or "")
+
+    def clean(self):
+        cleaned = super().clean()
+        # Fields that do not apply to the chosen scope/frequency are emptied, not rejected.
+        scope = cleaned.get("scope")
+        for name in ("site", "cluster"):
+            if scope != name:
+                cleaned[name] = None
+        if scope != "team":
+            cleaned["team"] = ""
+        if cleaned.get("frequency") != periods.CRON:
+            cleaned["cron_expression"] = ""
+        return cleaned
+
+
+class RunNowForm(forms.Form):
+    day = forms.DateField(
+        label="A day inside the period",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="The report covers the schedule's period (day, week, month, quarter or the "
+        "span between cron firings) that holds this day.",
+    )
+    deliver = forms.BooleanField(label="E-mail it to the recipients", required=False, initial=True)
+
+    def __init__(self, *args, schedule: ReportSchedule, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule
+        if not self.is_bound:
+            spec = schedule.spec()
+            last = periods.period_for_fire(spec, periods.previous_fire(spec, timezone.now()))
+            self.initial["day"] = last.start.date()
+
+    def clean_day(self) -> dt.date:
+        day = self.cleaned_data["day"]
+        period = self.period_for(day)
+        if period.end > timezone.now():
+            raise ValidationError(
+                f"The period {period.label()} has not ended yet; choose an earlier day."
+            )
+        return day
+
+    def period_for(self, day: dt.date) -> periods.Period:
+        return periods.period_containing(self.schedule.spec(), day)

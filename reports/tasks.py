@@ -1,0 +1,63 @@
+"""Report tasks: the beat tick, generation and delivery. They take ids, ack late, and are
+idempotent (the claims in `reports.services`), so redelivery never doubles a report or a mail.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from config.recovery import heartbeat
+from reports import services
+from reports.models import ReportStatus
+
+logger = logging.getLogger(__name__)
+
+TRANSIENT = (OperationalError, InterfaceError)
+TASK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "max_retries": 5,
+}
+
+
+@shared_task(name="reports.tick", **TASK_OPTIONS)
+def tick() -> dict:
+    """Run by celery beat every minute: create and queue the reports that are due."""
+    return {"created": services.tick()}
+
+
+@shared_task(name="reports.generate_report", **TASK_OPTIONS)
+def generate_report(report_id: int) -> dict:
+    # The claim's time is the heartbeat: killed mid-generation, config.recovery re-sends it.
+    with heartbeat("reports.Report", report_id):
+        outcome = services.generate(report_id)
+    if outcome.status == ReportStatus.GENERATED:
+        # Also when another worker generated it: deliver's own claim keeps it to one e-mail.
+        deliver_report.delay(report_id)
+    return {"report_id": report_id, "generated": outcome.done, "status": outcome.status}
+
+
+def delivery_countdown_s(retries: int) -> float:
+    """Back-off before the next attempt: base × 2^retries, at most an hour."""
+    return min(settings.REPORTS_DELIVERY_RETRY_BASE_S * 2**retries, 3600.0)
+
+
+@shared_task(bind=True, name="reports.deliver_report", **TASK_OPTIONS)
+def deliver_report(self, report_id: int) -> dict:
+    """Send the e-mail; an SMTP failure is recorded on the report, then retried with back-off."""
+    outcome = services.deliver(report_id)
+    if outcome.status == ReportStatus.DELIVERY_FAILED:
+        if self.request.retries < settings.REPORTS_DELIVERY_MAX_RETRIES:
+            raise self.retry(
+                countdown=delivery_countdown_s(self.request.retries),
+                max_retries=settings.REPORTS_DELIVERY_MAX_RETRIES,
+            )
+        logger.error("report %s: delivery failed after %s retries", report_id, self.request.retries)
+    return {"report_id": report_id, "delivered": outcome.done, "status": outcome.status}
