@@ -300,7 +300,7 @@ class InitialFromQueryMixin:
         initial = super().get_initial()
         for name in self.initial_from_query:
             value = self.request.GET.get(name, "")
-            if value.isdigit():
+            if value.isdecimal():
                 initial[name] = int(value)
         return initial
 

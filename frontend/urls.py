@@ -1,7 +1,9 @@
 from django.urls import path
 
-from frontend import import_views, views
+from frontend import charts, import_views
 from frontend import inventory_views as inv
+from frontend.dashboards import analyses, costs, fleet, planner, usage, usage_imports
+from frontend.history_views import history_urls
 
 app_name = "frontend"
 
@@ -18,7 +20,7 @@ def crud(prefix: str, name: str, list_view, detail, create, update, delete) -> l
 
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    *fleet.urlpatterns,
     path("inventory/", inv.InventoryIndexView.as_view(), name="inventory"),
     *crud(
         "sites",
@@ -70,6 +72,7 @@ urlpatterns = [
         inv.AcceleratorUpdateView,
         inv.AcceleratorDeleteView,
     ),
+    *history_urls(path),
     path("inventory/import/", import_views.ImportIndexView.as_view(), name="import-index"),
     path(
         "inventory/import/<slug:kind>/",
@@ -86,8 +89,10 @@ urlpatterns = [
         import_views.ImportTemplateView.as_view(),
         name="import-template",
     ),
-    *[
-        path(f"{section}/", views.coming_soon, {"section": section}, name=section)
-        for section in views.COMING_SOON
-    ],
+    path("charts/<slug:key>.<str:fmt>", charts.chart_data, name="chart-data"),
+    *analyses.urlpatterns,
+    *usage.urlpatterns,
+    *usage_imports.urlpatterns,
+    *costs.urlpatterns,
+    *planner.urlpatterns,
 ]

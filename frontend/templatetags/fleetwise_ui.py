@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django import template
+from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.html import format_html
 
 from access.roles import has_role as user_has_role
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
@@ -65,3 +67,9 @@ def as_json(value) -> str:
 def cell(cells: dict, column: str) -> str:
     """A cell of an import row by column name."""
     return cells.get(column, "")
+
+
+@register.simple_tag
+def plotly_js() -> str:
+    """plotly.js from the installed plotly package, served by the app (never a CDN)."""
+    return format_html('<script src="{}"></script>', static("plotly/plotly.min.js"))

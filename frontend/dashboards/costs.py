@@ -1,0 +1,198 @@
+"""The Costs dashboard: cost breakdown per cluster / pool / site, cost per effective PFLOP-day
+over time and the chargeback table per team, from the daily rollups (`usage_selectors`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_safe
+
+from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.dashboards import usage_selectors as data
+from frontend.permissions import role_required
+
+PART_COLOURS = {
+    "ownership_cost": "#264653",
+    "it_energy_cost": "#2a9d8f",
+    "pue_overhead_cost": "#f4a261",
+}
+GROUP_LABELS = dict(data.COST_GROUPS)
+CHARGEBACK_COLUMNS = [
+    ("team", "Team", False),
+    ("used_card_hours", "Used card-hours", True),
+    ("used_cost", "Used cost", True),
+    ("idle_cost_share", "Idle cost share", True),
+    ("chargeback_cost", "Chargeback", True),
+    ("share_of_total_pct", "Share of total (%)", True),
+]
+
+
+def _currency(frame: pd.DataFrame) -> str:
+    currencies = sorted(frame["currency"].dropna().unique())
+    return ", ".join(currencies) if currencies else "currency"
+
+
+def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
+    group = frame.columns[0]
+    labels = frame[group].astype(str) + (
+        " (" + frame["currency"] + ")" if frame["currency"].nunique() > 1 else ""
+    )
+    figure = go.Figure()
+    for column, label in data.COST_PARTS.items():
+        figure.add_trace(
+            go.Bar(
+                x=labels,
+                y=frame[column],
+                name=label,
+                marker_color=PART_COLOURS[column],
+                customdata=frame[["currency"]].to_numpy(),
+                hovertemplate=f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>",
+            )
+        )
+    figure.update_layout(barmode="stack")
+    return styled(
+        figure,
+        f"Cost per {GROUP_LABELS.get(group, group).lower()}: ownership, energy, PUE overhead",
+        GROUP_LABELS.get(group, group),
+        f"Cost ({_currency(frame)})",
+    )
+
+
+def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
+    figure = go.Figure()
+    for index, ((cluster, currency), rows) in enumerate(
+        frame.groupby(["cluster", "currency"], sort=False)
+    ):
+        fleet = cluster == data.ALL_CLUSTERS
+        figure.add_trace(
+            go.Scatter(
+                x=rows["bucket_start"],
+                y=rows["cost_per_effective_pflop_day"],
+                name=f"{cluster} ({currency})",
+                mode="lines+markers",
+                line={
+                    "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                    "dash": "dash" if fleet else "solid",
+                },
+                customdata=rows[["total_cost", "effective_pflop_days"]].to_numpy(),
+                hovertemplate=(
+                    f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
+                    f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
+                    "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
+                ),
+            )
+        )
+    return styled(
+        figure,
+        "Cost per effective PFLOP-day",
+        "Period start (date)",
+        f"Cost per effective PFLOP-day ({_currency(frame)})",
+    )
+
+
+def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
+    frame = frame.sort_values("chargeback_cost", ascending=True)
+    labels = frame["team"] + (
+        " (" + frame["currency"] + ")" if frame["currency"].nunique() > 1 else ""
+    )
+    figure = go.Figure()
+    for column, label, colour in (
+        ("used_cost", "Used", "#1f5fa8"),
+        ("idle_cost_share", "Idle share", "#a8c5e6"),
+    ):
+        figure.add_trace(
+            go.Bar(
+                y=labels,
+                x=frame[column],
+                name=label,
+                orientation="h",
+                marker_color=colour,
+                customdata=frame[["currency"]].to_numpy(),
+                hovertemplate=(
+                    f"%{{y}}: {label.lower()} %{{x:,.0f}} %{{customdata[0]}}<extra></extra>"
+                ),
+            )
+        )
+    figure.update_layout(barmode="stack", height=max(320, 60 + 28 * len(frame)))
+    return styled(
+        figure,
+        "Chargeback per team: used cost and idle share",
+        f"Cost ({_currency(frame)})",
+        "Team",
+    )
+
+
+register(
+    "costs-breakdown",
+    "Cost breakdown",
+    data.cost_breakdown,
+    breakdown_figure,
+    "Ownership (amortized capital + opex) or rental over the in-service card-hours, IT energy "
+    "at the site's tariff, and the PUE overhead on top of it, summed over the period.",
+)
+register(
+    "costs-pflop-day",
+    "Cost per effective PFLOP-day",
+    data.cost_per_pflop_day,
+    pflop_day_figure,
+    "Total cost ÷ effective PFLOP-days (peak PFLOP-days × the five efficiency factors, with "
+    "measured utilization and effective time); the dashed line is all clusters together.",
+)
+register(
+    "costs-chargeback",
+    "Chargeback per team",
+    data.chargeback,
+    chargeback_figure,
+    "Each team's used cost plus its share of the idle cost, by the rule below.",
+)
+
+
+def _sort_links(request, current: str) -> list[dict]:
+    """Column headers: each links to the page sorted by it (again: the other direction)."""
+    params = request.GET.copy()
+    headers = []
+    for column, label, numeric in CHARGEBACK_COLUMNS:
+        ascending = current == column
+        descending = current == f"-{column}"
+        params["sort"] = f"-{column}" if ascending or (numeric and not descending) else column
+        headers.append(
+            {
+                "column": column,
+                "label": label,
+                "numeric": numeric,
+                "url": f"?{params.urlencode()}#chargeback",
+                "aria_sort": "ascending" if ascending else "descending" if descending else "none",
+            }
+        )
+    return headers
+
+
+@role_required()
+@require_safe
+def costs_dashboard(request):
+    form = data.bound_form(data.CostFilterForm, request)
+    context = {"form": form, "charts": []}
+    if not form.is_valid():
+        return render(request, "frontend/dashboards/costs.html", context, status=400)
+    query = data.query(data.CostFilterForm, request)
+    sort = request.GET.get("sort", "-chargeback_cost")
+    if sort.lstrip("-") not in data.CHARGEBACK_SORTS:
+        sort = "-chargeback_cost"
+    page = data.costs_page(request)  # precomputed for the defaults, else computed once
+    table = data.sorted_chargeback(request, sort)
+    context.update(
+        query=query,
+        charts=[data.with_downloads(chart, request) for chart in page["charts"]],
+        chargeback_chart=data.with_downloads(page["chargeback_chart"], request),
+        chargeback_rows=table.to_dict("records") if not table.empty else [],
+        chargeback_totals=data.chargeback_totals(table),
+        headers=_sort_links(request, sort),
+        idle_rule_words=data.IDLE_RULE_WORDS[query["idle_rule"]],
+        warnings=page["warnings"],
+    )
+    return render(request, "frontend/dashboards/costs.html", context)
+
+
+urlpatterns = [path("costs/", costs_dashboard, name="costs")]

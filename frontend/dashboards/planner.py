@@ -1,0 +1,591 @@
+"""The planner section: capacity plans listed and created, their results compared, what-ifs.
+
+Results come from `Plan.results` as the worker stored them (planner.plans.compute); pages
+never run the engine. The what-if panel calls the stateless training estimate from the
+browser. Reading needs the viewer role, creating and cloning the planner role, recomputing
+the plan's owner or an administrator.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST, require_safe
+from plotly.subplots import make_subplots
+
+from access.roles import PLANNER, has_role
+from frontend import charts
+from frontend.forms_planner import PlanForm
+from frontend.permissions import role_required
+from planner import plans
+from planner.models import AnalysisStatus, Plan
+
+SCATTER = "planner-days-vs-cost"
+TORNADO = "planner-sensitivity"
+IN_FLIGHT = (AnalysisStatus.QUEUED, AnalysisStatus.RUNNING)
+PLANS_PER_PAGE = 25
+OPTIONS_PER_PAGE = 100
+FACTORS = ("energy", "mfu", "scaling", "effective_time", "utilization")
+FACTOR_LABELS = {
+    "energy": "Energy (1/PUE)",
+    "mfu": "MFU",
+    "scaling": "Scaling",
+    "effective_time": "Effective time",
+    "utilization": "Utilization",
+    "combined": "All five combined",
+}
+
+# The options table: (key, heading, sortable). Sorting is on the stored column.
+OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("rank_by_cost", "Rank by cost", True),
+    ("rank_by_days", "Rank by time", True),
+    ("on_pareto_front", "Pareto front", True),
+    ("label", "Option", True),
+    ("cards", "Cards", True),
+    ("split", "TP × PP × DP", False),
+    ("days", "Days", True),
+    ("card_hours", "Card-hours", True),
+    ("total_cost", "Total cost", True),
+    ("cost_per_effective_pflop_day", "Cost per effective PFLOP-day", True),
+    ("effective_utilization", "Effective utilization", True),
+    ("facility_energy_mwh", "Facility energy (MWh)", True),
+    ("co2_tonnes", "CO₂ (t)", True),
+    ("provenance", "Factors measured", False),
+    ("reason", "Does not fit: why", True),
+)
+SORTABLE = {key for key, _, sortable in OPTION_TABLE_COLUMNS if sortable}
+DEFAULT_SORT = "rank_by_cost"
+
+
+# --- reading stored results (no engine, no queries beyond the plan) -----------------------------
+
+
+def has_results(plan: Plan) -> bool:
+    return bool(plan.results and plan.results.get("options") is not None)
+
+
+def options_frame(plan: Plan) -> pd.DataFrame:
+    """The stored option rows, one per option (index: option id)."""
+    frame = pd.DataFrame.from_records(plans.option_table(plan))
+    if frame.empty:
+        return frame
+    return frame.set_index("option_id", drop=False).rename_axis(None)
+
+
+def currency_of(frame: pd.DataFrame) -> str:
+    """The plan's currency, or "" when the options mix currencies (costs are not converted)."""
+    currencies = set(frame["currency"].dropna()) if "currency" in frame else set()
+    return currencies.pop() if len(currencies) == 1 else ""
+
+
+def scatter_frame(plan: Plan) -> pd.DataFrame:
+    """Feasible options: days and total cost, with the Pareto flag (the scatter's numbers)."""
+    frame = options_frame(plan)
+    if frame.empty:
+        return pd.DataFrame()
+    feasible = frame[frame["feasible"].astype(bool)]
+    columns = [
+        "option_id",
+        "label",
+        "accelerator",
+        "site",
+        "pool",
+        "cards",
+        "days",
+        "total_cost",
+        "currency",
+        "on_pareto_front",
+    ]
+    return feasible[columns].sort_values(["days", "total_cost"]).reset_index(drop=True)
+
+
+def chosen_option(plan: Plan, frame: pd.DataFrame, raw: str | None) -> int | None:
+    """?option=<id> when it exists, else the cheapest feasible option, else the first."""
+    if frame.empty:
+        return None
+    if raw:
+        if not raw.isdecimal() or int(raw) not in frame.index:
+            raise Http404("no such option in this plan")
+        return int(raw)
+    cheapest = ((plan.results or {}).get("summary") or {}).get("cheapest") or {}
+    if cheapest.get("option_id") in frame.index:
+        return int(cheapest["option_id"])
+    return int(frame.index[0])
+
+
+def tornado_frame(plan: Plan, option_id: int | None, currency: str) -> pd.DataFrame:
+    """Days and money saved by lifting each factor (then all five) to best practice."""
+    rows = [r for r in (plan.results or {}).get("sensitivity", []) if r["option_id"] == option_id]
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame.from_records(rows)
+    frame["factor_label"] = frame["factor"].map(FACTOR_LABELS).fillna(frame["factor"])
+    frame["currency"] = currency
+    return frame[
+        [
+            "factor",
+            "factor_label",
+            "current",
+            "target",
+            "days",
+            "days_saved",
+            "total_cost",
+            "cost_saved",
+            "co2_saved_tonnes",
+            "currency",
+        ]
+    ]
+
+
+def levers_frame(plan: Plan, option_id: int | None) -> pd.DataFrame:
+    rows = [r for r in (plan.results or {}).get("levers", []) if r["option_id"] == option_id]
+    return pd.DataFrame.from_records(rows)
+
+
+def plan_for_chart(request: HttpRequest) -> Plan:
+    raw = request.GET.get("plan", "")
+    if not raw.isdecimal():
+        raise Http404("plan must be an id")
+    return get_object_or_404(Plan.objects.only("pk", "results"), pk=int(raw))
+
+
+def scatter_data(request: HttpRequest) -> pd.DataFrame:
+    return scatter_frame(plan_for_chart(request))
+
+
+def tornado_data(request: HttpRequest) -> pd.DataFrame:
+    plan = plan_for_chart(request)
+    frame = options_frame(plan)
+    option_id = chosen_option(plan, frame, request.GET.get("option"))
+    return tornado_frame(plan, option_id, currency_of(frame) if not frame.empty else "")
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+
+def _cost_title(currency: str) -> str:
+    return f"Total cost ({currency})" if currency else "Total cost (mixed currencies)"
+
+
+def _hover(frame: pd.DataFrame) -> list[str]:
+    place = (
+        frame["site"]
+        .fillna("")
+        .astype(str)
+        .where(frame["pool"].isna(), "pool " + frame["pool"].astype(str))
+    )
+    return [
+        f"{label}<br>{days:,.1f} days · {cost:,.0f} {currency or ''}<br>{cards:,.0f} cards"
+        + (f" · {where}" if where else "")
+        for label, days, cost, currency, cards, where in zip(
+            frame["label"],
+            frame["days"],
+            frame["total_cost"],
+            frame["currency"].fillna(""),
+            frame["cards"],
+            place,
+            strict=True,
+        )
+    ]
+
+
+def scatter_figure(frame: pd.DataFrame) -> go.Figure:
+    figure = go.Figure()
+    hover = pd.Series(_hover(frame), index=frame.index)
+    for accelerator, part in frame.groupby("accelerator", sort=True):
+        figure.add_trace(
+            go.Scatter(
+                x=part["days"],
+                y=part["total_cost"],
+                mode="markers",
+                name=str(accelerator),
+                text=hover[part.index],
+                hovertemplate="%{text}<extra></extra>",
+                marker={"size": 10, "opacity": 0.8},
+            )
+        )
+    front = frame[frame["on_pareto_front"].astype(bool)].sort_values("days")
+    figure.add_trace(
+        go.Scatter(
+            x=front["days"],
+            y=front["total_cost"],
+            mode="lines+markers",
+            name="Pareto front",
+            text=hover[front.index],
+            hovertemplate="Pareto front<br>%{text}<extra></extra>",
+            line={"color": "#222", "width": 2, "dash": "dot"},
+            marker={"symbol": "diamond-open", "size": 14, "color": "#222"},
+        )
+    )
+    return charts.styled(
+        figure,
+        "Days vs cost of every feasible option",
+        "Calendar time (days)",
+        _cost_title(currency_of(frame)),
+    )
+
+
+def tornado_figure(frame: pd.DataFrame) -> go.Figure:
+    currency = frame["currency"].iloc[0]
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=("Days saved", "Money saved"),
+    )
+    labels = frame["factor_label"]
+    hover = [
+        f"{label}: {current:.3g} → {target:.3g}<br>saves {days:,.1f} days, "
+        f"{money:,.0f} {currency}, {co2:,.0f} t CO₂"
+        for label, current, target, days, money, co2 in zip(
+            labels,
+            frame["current"],
+            frame["target"],
+            frame["days_saved"],
+            frame["cost_saved"],
+            frame["co2_saved_tonnes"],
+            strict=True,
+        )
+    ]
+    colours = [charts.FACTOR_COLOURS.get(f, "#555") for f in frame["factor"]]
+    for column, col in (("days_saved", 1), ("cost_saved", 2)):
+        figure.add_trace(
+            go.Bar(
+                x=frame[column],
+                y=labels,
+                orientation="h",
+                marker={"color": colours},
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=col,
+        )
+    figure = charts.styled(figure, "Which factor's improvement saves most")
+    figure.update_yaxes(autorange="reversed", title_text="Factor lifted to best practice", col=1)
+    figure.update_xaxes(title_text="Days saved (days)", row=1, col=1)
+    figure.update_xaxes(title_text=f"Money saved ({currency or 'mixed currencies'})", row=1, col=2)
+    figure.update_layout(margin={"l": 150, "t": 80})
+    return figure
+
+
+charts.register(
+    SCATTER,
+    "Days vs cost of every feasible option",
+    scatter_data,
+    scatter_figure,
+    "Each point is a feasible option (infeasible ones are in the table with their reason); "
+    "the dotted line joins the Pareto front: no other option is both faster and cheaper.",
+)
+charts.register(
+    TORNADO,
+    "Sensitivity: which factor's improvement saves most",
+    tornado_data,
+    tornado_figure,
+    "One factor at a time lifted to best practice (PUE 1.1, MFU 70 %, scaling 90 %, effective "
+    "time 99 %, utilization 90 %), same cards and split; then all five together. PUE saves "
+    "money and CO₂, never days.",
+)
+
+
+def chart_request(request: HttpRequest, **params: Any) -> HttpRequest:
+    """The request as a chart sees it (download links repeat exactly these parameters)."""
+    clone = copy.copy(request)
+    query = QueryDict(mutable=True)
+    for key, value in params.items():
+        if value not in (None, ""):
+            query[key] = str(value)
+    clone.GET = query
+    return clone
+
+
+# --- the options table --------------------------------------------------------------------------
+
+
+def sorted_options(frame: pd.DataFrame, sort: str, descending: bool) -> list[dict[str, Any]]:
+    """Table rows sorted on a stored column, empty values last; ties by option id."""
+    if frame.empty:
+        return []
+    ordered = frame.sort_values(
+        [sort, "option_id"], ascending=[not descending, True], na_position="last", kind="stable"
+    )
+    rows = ordered.astype(object).where(ordered.notna(), None).to_dict("records")
+    for row in rows:
+        split = (row.get("tp"), row.get("pp"), row.get("dp"))
+        row["split"] = " × ".join(str(v) for v in split) if all(split) else ""
+        row["measured"] = [
+            FACTOR_LABELS[f] for f in FACTORS if row.get(f"{f}_provenance") == "measured"
+        ]
+        row["overridden"] = [
+            FACTOR_LABELS[f] for f in FACTORS if row.get(f"{f}_provenance") == "override"
+        ]
+    return rows
+
+
+def table_headers(sort: str, descending: bool, option: int | None) -> list[dict[str, Any]]:
+    headers = []
+    for key, label, sortable in OPTION_TABLE_COLUMNS:
+        header: dict[str, Any] = {"key": key, "label": label, "sortable": sortable}
+        if sortable:
+            flip = key == sort and not descending
+            header["query"] = {"sort": key, "dir": "desc" if flip else "asc", "option": option}
+            header["aria_sort"] = (
+                ("descending" if descending else "ascending") if key == sort else "none"
+            )
+        headers.append(header)
+    return headers
+
+
+# --- the what-if panel --------------------------------------------------------------------------
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
+    """Sliders' start values and the estimate's fixed inputs for one option.
+
+    The option's own prices go in as per-card-hour and per-kWh figures derived from its
+    stored cost, so the what-if at the stored factors reproduces the stored days and cost.
+    """
+    workload = plan.workload or {}
+    base: dict[str, Any] = {
+        key: workload[key]
+        for key in (
+            "model_params",
+            "tokens",
+            "total_flops",
+            "flops_per_param_token",
+            "precision",
+            "seq_len",
+            "global_batch_sequences",
+            "zero_stage",
+            "dp_degree",
+        )
+        if workload.get(key) is not None
+    }
+    base["accelerator"] = row.get("accelerator_id") or row.get("accelerator")
+    card_hours = _finite(row.get("card_hours"))
+    compute_cost = _finite(row.get("compute_cost"))
+    if card_hours and compute_cost is not None:
+        base["price_per_card_hour"] = compute_cost / card_hours
+    facility_kwh = (_finite(row.get("facility_energy_mwh")) or 0.0) * 1000.0
+    if facility_kwh > 0:
+        base["tariff_per_kwh"] = (_finite(row.get("energy_cost")) or 0.0) / facility_kwh
+        base["grid_carbon_g_per_kwh"] = (_finite(row.get("co2_tonnes")) or 0.0) * 1e6 / facility_kwh
+    if row.get("cooling_type"):
+        base["cooling_type"] = row["cooling_type"]
+
+    def start(name: str, fallback: float) -> float:
+        return _finite(row.get(name)) or fallback
+
+    cards = _finite(row.get("cards")) or _finite(row.get("min_cards_memory")) or 8
+    return {
+        "endpoint": reverse("estimate-training"),
+        "base": base,
+        "cards": int(cards),
+        "dp_degree": workload.get("dp_degree"),
+        "sliders": [
+            {
+                "name": "pue",
+                "label": "PUE",
+                "min": 1.0,
+                "max": 2.0,
+                "step": 0.01,
+                "value": round(start("pue", 1.5), 2),
+                "unit": "",
+            },
+            {
+                "name": "mfu",
+                "label": "MFU",
+                "min": 0.05,
+                "max": 0.9,
+                "step": 0.01,
+                "value": round(start("mfu", 0.4), 2),
+                "unit": "share",
+            },
+            {
+                "name": "scaling",
+                "label": "Scaling",
+                "min": 0.3,
+                "max": 1.0,
+                "step": 0.01,
+                "value": round(start("scaling", 0.9), 2),
+                "unit": "share",
+            },
+            {
+                "name": "effective_time",
+                "label": "Effective training time",
+                "min": 0.3,
+                "max": 1.0,
+                "step": 0.01,
+                "value": round(start("effective_time", 0.95), 2),
+                "unit": "share",
+            },
+            {
+                "name": "utilization",
+                "label": "Utilization",
+                "min": 0.05,
+                "max": 1.0,
+                "step": 0.01,
+                "value": round(start("utilization", 0.5), 2),
+                "unit": "share",
+            },
+        ],
+        "stored": {
+            "days": _finite(row.get("days")),
+            "card_hours": card_hours,
+            "facility_energy_mwh": _finite(row.get("facility_energy_mwh")),
+            "total_cost": _finite(row.get("total_cost")),
+        },
+        "currency": row.get("currency") or "",
+    }
+
+
+def model_summary(workload: dict[str, Any]) -> str:
+    """ "175 B parameters, 300 B tokens" (or total FLOPs when the plan gives those)."""
+    params = f"{workload.get('model_params', 0) / 1e9:,.4g} B parameters"
+    if workload.get("tokens"):
+        return f"{params}, {workload['tokens'] / 1e9:,.4g} B tokens"
+    return f"{params}, {workload.get('total_flops', 0):.3g} FLOPs"
+
+
+# --- views --------------------------------------------------------------------------------------
+
+
+def _create(request: HttpRequest, form: PlanForm) -> Plan | None:
+    if not form.is_valid():
+        return None
+    try:
+        return plans.create_plan(owner=request.user, **form.plan_inputs())
+    except plans.PlanInputError as exc:
+        form.add_service_errors(exc.errors)
+        return None
+
+
+@role_required()
+def planner_index(request: HttpRequest):
+    can_create = has_role(request.user, PLANNER)
+    form = None
+    if request.method == "POST":
+        form = PlanForm(request.POST)
+        plan = _create(request, form)
+        if plan is not None:
+            messages.success(request, f"Plan “{plan.name}” queued.")
+            return redirect("frontend:plan-detail", plan.pk)
+    elif can_create:
+        form = PlanForm()
+    stale_only = request.GET.get("stale") == "1"
+    listed = plans.plans_for_list()
+    if stale_only:
+        listed = listed.filter(stale=True)
+    page = Paginator(listed, PLANS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "page_obj": page,
+        "paginator": page.paginator,
+        "is_paginated": page.has_other_pages(),
+        "plans": page.object_list,
+        "stale_only": stale_only,
+        "form": form,
+        "can_create": can_create,
+    }
+    return render(request, "frontend/dashboards/planner.html", context)
+
+
+@role_required()
+@require_safe
+def plan_detail(request: HttpRequest, pk: int):
+    plan = get_object_or_404(Plan.objects.select_related("owner").defer("input_snapshot"), pk=pk)
+    context: dict[str, Any] = {
+        "plan": plan,
+        "in_flight": plan.status in IN_FLIGHT,
+        "poll_url": reverse("plan-detail", args=[plan.pk]),
+        "can_edit": plans.can_edit(request.user, plan),
+        "can_clone": has_role(request.user, PLANNER),
+        "has_results": has_results(plan),
+        "workload": plan.workload or {},
+        "model_summary": model_summary(plan.workload or {}),
+        "options_export": {
+            fmt: reverse("plan-options", args=[plan.pk]) + f"?format={fmt}"
+            for fmt in ("csv", "xlsx")
+        },
+    }
+    if context["has_results"]:
+        frame = options_frame(plan)
+        currency = currency_of(frame) if not frame.empty else ""
+        option_id = chosen_option(plan, frame, request.GET.get("option"))
+        sort = request.GET.get("sort") or DEFAULT_SORT
+        if sort not in SORTABLE:
+            sort = DEFAULT_SORT
+        descending = request.GET.get("dir") == "desc"
+        rows = sorted_options(frame, sort, descending)
+        page = Paginator(rows, OPTIONS_PER_PAGE).get_page(request.GET.get("page"))
+        chosen = next((r for r in rows if r["option_id"] == option_id), None)
+        tornado = tornado_frame(plan, option_id, currency)
+        levers = levers_frame(plan, option_id)
+        results = plan.results
+        context |= {
+            "results": results,
+            "summary": results.get("summary") or {},
+            "currency": currency,
+            "page_obj": page,
+            "paginator": page.paginator,
+            "is_paginated": page.has_other_pages(),
+            "option_rows": page.object_list,
+            "headers": table_headers(sort, descending, option_id),
+            "sort": sort,
+            "chosen": chosen,
+            "tornado_rows": tornado.to_dict("records"),
+            "lever_rows": levers.to_dict("records"),
+            "whatif": whatif_context(plan, chosen) if chosen else None,
+            "measured_history": results.get("measured_history") or [],
+            "warnings": results.get("warnings") or [],
+            "scatter_chart": charts.render_chart(
+                SCATTER, chart_request(request, plan=plan.pk), scatter_frame(plan)
+            ),
+            "tornado_chart": charts.render_chart(
+                TORNADO, chart_request(request, plan=plan.pk, option=option_id), tornado
+            ),
+        }
+    return render(request, "frontend/dashboards/plan_detail.html", context)
+
+
+@role_required()
+@require_POST
+def plan_recompute(request: HttpRequest, pk: int):
+    plan = get_object_or_404(Plan.objects.only("pk", "name", "owner_id"), pk=pk)
+    if not plans.can_edit(request.user, plan):
+        raise PermissionDenied("only the plan's owner or an administrator may recompute it")
+    plans.recompute_plan(plan)
+    messages.success(request, f"Recompute of “{plan.name}” queued.")
+    return redirect("frontend:plan-detail", pk)
+
+
+@role_required()
+@require_POST
+def plan_clone(request: HttpRequest, pk: int):
+    plan = get_object_or_404(Plan, pk=pk)  # the clone shows this result until it recomputes
+    clone = plans.clone_plan(plan, owner=request.user)
+    messages.success(request, f"Cloned into “{clone.name}”; it is being recomputed.")
+    return redirect("frontend:plan-detail", clone.pk)
+
+
+urlpatterns = [
+    path("planner/", planner_index, name="planner"),
+    path("planner/<int:pk>/", plan_detail, name="plan-detail"),
+    path("planner/<int:pk>/recompute/", plan_recompute, name="plan-recompute"),
+    path("planner/<int:pk>/clone/", plan_clone, name="plan-clone"),
+]

@@ -1,0 +1,143 @@
+"""The Usage dashboard: measured utilization over time, a team × week heatmap and the
+sreport-style card-hour breakdown per cluster, from the daily rollups (`usage_selectors`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_safe
+
+from accounting.models import SreportUtilization
+from accounting.rollups import rollup_status
+from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.dashboards import usage_selectors as data
+from frontend.permissions import role_required
+
+GROUP_LABELS = dict(data.USAGE_GROUPS)
+BREAKDOWN_PARTS = {
+    "allocated_card_hours": ("Allocated", "#1f5fa8"),
+    "idle_card_hours": ("Idle", "#a8c5e6"),
+    "down_card_hours": ("Down", "#e76f51"),
+    "planned_down_card_hours": ("Planned down", "#f4a261"),
+}
+
+
+def utilization_figure(frame: pd.DataFrame) -> go.Figure:
+    group = frame.columns[0]
+    figure = go.Figure()
+    for index, (name, rows) in enumerate(frame.groupby(group, sort=True)):
+        figure.add_trace(
+            go.Scatter(
+                x=rows["bucket_start"],
+                y=rows["utilization_pct"],
+                name=str(name),
+                mode="lines+markers",
+                line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+                customdata=rows[["allocated_card_hours", "available_card_hours"]].to_numpy(),
+                hovertemplate=(
+                    f"{GROUP_LABELS.get(group, group)} {name}<br>%{{x|%Y-%m-%d}}: "
+                    "%{y:.1f} %<br>allocated %{customdata[0]:,.0f} of "
+                    "%{customdata[1]:,.0f} card-hours<extra></extra>"
+                ),
+            )
+        )
+    return styled(
+        figure,
+        f"Measured utilization per {GROUP_LABELS.get(group, group).lower()}",
+        "Period start (date)",
+        "Utilization (% of available card-hours)",
+    )
+
+
+def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
+    table = frame.pivot_table(
+        index="team", columns="week_start", values="utilization_pct", aggfunc="sum"
+    )
+    figure = go.Figure(
+        go.Heatmap(
+            x=[str(day) for day in table.columns],
+            y=list(table.index),
+            z=table.to_numpy(),
+            colorscale="Blues",
+            colorbar={"title": {"text": "Utilization (%)"}},
+            hovertemplate="%{y}, week of %{x}: %{z:.2f} %<extra></extra>",
+        )
+    )
+    figure.update_xaxes(type="category")
+    return styled(
+        figure,
+        "Team utilization per week (share of the fleet's available card-hours)",
+        "Week starting (date)",
+        "Team",
+    )
+
+
+def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
+    figure = go.Figure()
+    for column, (label, colour) in BREAKDOWN_PARTS.items():
+        figure.add_trace(
+            go.Bar(
+                x=frame["cluster"],
+                y=frame[column],
+                name=label,
+                marker_color=colour,
+                hovertemplate=f"%{{x}}: {label.lower()} %{{y:,.0f}} card-hours<extra></extra>",
+            )
+        )
+    figure.update_layout(barmode="stack")
+    return styled(figure, "Card-hours by state per cluster", "Cluster", "Card-hours")
+
+
+register(
+    "usage-utilization",
+    "Measured utilization",
+    data.usage_timeseries,
+    utilization_figure,
+    "(Allocated + Down) ÷ available card-hours per period; available = cards in service × "
+    "hours − planned downtime.",
+)
+register(
+    "usage-team-heatmap",
+    "Team × week utilization",
+    data.team_heatmap,
+    heatmap_figure,
+    "A team's allocated card-hours (plus its share of Down) ÷ the available card-hours of "
+    "the clusters in the filter; the teams of a week add up to the fleet's utilization.",
+)
+register(
+    "usage-breakdown",
+    "Card-hours by state (sreport style)",
+    data.sreport_breakdown,
+    breakdown_figure,
+    "Allocated from usage records; Down and planned down from imported sreport reports; "
+    "idle is the rest of the in-service card-hours.",
+)
+
+
+@role_required()
+@require_safe
+def usage_dashboard(request):
+    form = data.bound_form(data.UsageFilterForm, request)
+    context = {"form": form, "charts": [], "breakdown": None}
+    if not form.is_valid():
+        return render(request, "frontend/dashboards/usage.html", context, status=400)
+    query = data.query(data.UsageFilterForm, request)
+    cluster = query.get("cluster")
+    cluster_ids = [cluster.pk] if cluster is not None else None
+    page = data.usage_page(request)  # precomputed for the defaults, else computed once
+    sreports = SreportUtilization.objects.all()
+    if cluster_ids is not None:
+        sreports = sreports.filter(cluster_id__in=cluster_ids)
+    context.update(
+        query=query,
+        charts=[data.with_downloads(chart, request) for chart in page["charts"]],
+        breakdown=page["breakdown"],
+        rollups=rollup_status(cluster_ids),
+        sreport_count=sreports.count(),
+    )
+    return render(request, "frontend/dashboards/usage.html", context)
+
+
+urlpatterns = [path("usage/", usage_dashboard, name="usage")]

@@ -1,0 +1,127 @@
+"""Usage import pages: upload a usage file (or paste its text), follow the worker's import
+with a progress bar, read the result or the bad lines, list recent imports.
+
+The import itself is `accounting.services.create_import_job` / `retry_import`, the same calls
+the API makes; these views only map the form onto them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import F
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST, require_safe
+
+from access.roles import PLANNER, has_role
+from accounting import services
+from accounting.models import ImportJob, ImportStatus
+from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
+from config.dispatch import WORKERS_UNAVAILABLE
+from frontend.forms_usage_import import ADVANCED_FIELDS, UsageImportForm, start_import
+from frontend.permissions import role_required
+
+JOBS_PER_PAGE = 50
+IN_FLIGHT = (ImportStatus.QUEUED, ImportStatus.RUNNING)
+# How the parsers word a bad line (accounting.parsing.LineIssue.__str__).
+ISSUE_PATTERN = re.compile(r"^line (?P<line>\d+), column (?P<column>[^:]+): (?P<reason>.*)$", re.S)
+
+
+def import_jobs():
+    """Import jobs for lists: cluster and user joined, the bulky issue lists left out."""
+    return (
+        ImportJob.objects.select_related("cluster__site", "created_by")
+        .defer("issues", "warnings")
+        .annotate(records_written=F("records_created") + F("records_updated"))
+        .order_by("-created", "-pk")
+    )
+
+
+def split_issue(text: str) -> dict[str, str]:
+    """ "line 3, column State: unknown state" → its line, column and reason (for a table)."""
+    match = ISSUE_PATTERN.match(text)
+    if match is None:
+        return {"line": "", "column": "", "reason": text}
+    return match.groupdict()
+
+
+@role_required(read_role=PLANNER)
+def usage_import(request: HttpRequest):
+    status = 200
+    if request.method == "POST":
+        form = UsageImportForm(request.POST, request.FILES)
+        job = start_import(form, request.user)
+        if job is not None:
+            messages.success(
+                request, f"{job.source_name} queued for import into {job.cluster.name}."
+            )
+            return redirect("frontend:usage-import-detail", job.pk)
+        status = 400
+    else:
+        form = UsageImportForm()
+    context = {
+        "form": form,
+        "main_fields": [form[name] for name in form.fields if name not in ADVANCED_FIELDS],
+        "advanced_fields": [form[name] for name in ADVANCED_FIELDS],
+        "required_columns": REQUIRED_TABLE_COLUMNS,
+        "optional_columns": OPTIONAL_TABLE_COLUMNS,
+    }
+    return render(request, "frontend/dashboards/usage_import.html", context, status=status)
+
+
+@role_required()
+@require_safe
+def usage_import_detail(request: HttpRequest, pk: int):
+    job = get_object_or_404(import_jobs().defer(None), pk=pk)
+    in_flight = job.status in IN_FLIGHT
+    context = {
+        "job": job,
+        "in_flight": in_flight,
+        "deferred": in_flight and job.error == WORKERS_UNAVAILABLE,
+        "poll_url": reverse("import-job-detail", args=[job.pk]),
+        "issues": [split_issue(text) for text in job.issues],
+        "can_retry": has_role(request.user, PLANNER)
+        and job.status == ImportStatus.FAILED
+        and bool(job.file),
+        "dashboard_url": reverse("frontend:usage") + f"?cluster={job.cluster_id}",
+    }
+    return render(request, "frontend/dashboards/usage_import_detail.html", context)
+
+
+@role_required()
+@require_POST
+def usage_import_retry(request: HttpRequest, pk: int):
+    job = get_object_or_404(ImportJob.objects.only("pk", "file", "source_name"), pk=pk)
+    try:
+        services.retry_import(job)
+    except services.ImportInputError as exc:
+        messages.error(request, " ".join(exc.errors.values()))
+    else:
+        messages.success(request, f"Import of {job.source_name} queued again.")
+    return redirect("frontend:usage-import-detail", pk)
+
+
+@role_required()
+@require_safe
+def usage_import_list(request: HttpRequest):
+    page = Paginator(import_jobs(), JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "page_obj": page,
+        "paginator": page.paginator,
+        "is_paginated": page.has_other_pages(),
+        "jobs": page.object_list,
+        "can_import": has_role(request.user, PLANNER),
+    }
+    return render(request, "frontend/dashboards/usage_import_list.html", context)
+
+
+urlpatterns = [
+    path("usage/import/", usage_import, name="usage-import"),
+    path("usage/import/<int:pk>/", usage_import_detail, name="usage-import-detail"),
+    path("usage/import/<int:pk>/retry/", usage_import_retry, name="usage-import-retry"),
+    path("usage/imports/", usage_import_list, name="usage-imports"),
+]

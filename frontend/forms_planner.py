@@ -1,0 +1,291 @@
+"""The "new plan" form: a training goal and the options to compare, as plan inputs.
+
+The form checks shapes and ranges; `planner.plans.create_plan` checks the rest against the
+inventory and the engine, and its PlanInputError lands next to the field it names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from django import forms
+
+from inventory.models import AcceleratorModel, Pool, Site
+from planner.plans import DEFAULT_HISTORY_DAYS
+
+BILLION = 1e9
+MAX_SIZES = 200  # as the API (MAX_LIST_ITEMS)
+
+# Plan input (section, key) → form field, so a service error shows next to its field.
+ERROR_FIELDS = {
+    ("workload", "model_params"): "params_billions",
+    ("workload", "tokens"): "tokens_billions",
+    ("workload", "total_flops"): "tokens_billions",
+    ("workload", "flops_per_param_token"): "flops_per_param_token",
+    ("workload", "precision"): "precision",
+    ("workload", "seq_len"): "seq_len",
+    ("workload", "global_batch_sequences"): "global_batch_sequences",
+    ("workload", "zero_stage"): "zero_stage",
+    ("workload", "parallelism"): "parallelism",
+    ("workload", "tp_degree"): "tp_degree",
+    ("workload", "pp_degree"): "pp_degree",
+    ("workload", "dp_degree"): "dp_degree",
+    ("workload", "layers"): "params_billions",
+    ("options_spec", "accelerators"): "accelerators",
+    ("options_spec", "cards"): "cards",
+    ("options_spec", "deadline_days"): "deadline_days",
+    ("options_spec", "sites"): "sites",
+    ("options_spec", "pools"): "pools",
+    ("options_spec", "history_days"): "history_days",
+}
+
+
+def _number_list(text: str, *, whole: bool, field: str) -> list[float]:
+    """ "512, 1024 2048" → [512, 1024, 2048]; raises naming the bad item."""
+    items = [item for item in re.split(r"[,;\s]+", text.strip()) if item]
+    values: list[float] = []
+    for item in items:
+        try:
+            value = float(item.replace("_", ""))
+        except ValueError:
+            raise forms.ValidationError(f"“{item}” is not a number.") from None
+        if value <= 0 or (whole and value != int(value)):
+            kind = "whole numbers ≥ 1" if whole else "positive numbers"
+            raise forms.ValidationError(f"Give {kind} for {field}: “{item}” is not.")
+        values.append(int(value) if whole else value)
+    if len(values) > MAX_SIZES:
+        raise forms.ValidationError(f"At most {MAX_SIZES} values.")
+    return list(dict.fromkeys(values))
+
+
+class PoolChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, pool: Pool) -> str:
+        return f"{pool.name} ({pool.cluster.name}, {pool.cluster.site.name})"
+
+
+class PlanForm(forms.Form):
+    name = forms.CharField(max_length=200, initial="New plan")
+    # The training goal
+    params_billions = forms.FloatField(
+        label="Parameters (billions)", min_value=0.001, help_text="N, e.g. 175 for GPT-3."
+    )
+    tokens_billions = forms.FloatField(
+        label="Training tokens (billions)", min_value=0.001, help_text="D, e.g. 300."
+    )
+    flops_per_param_token = forms.TypedChoiceField(
+        label="FLOPs per parameter and token (k)",
+        choices=[(6, "6: forward + backward"), (8, "8: with full activation recomputation")],
+        coerce=int,
+        initial=6,
+    )
+    precision = forms.ChoiceField(choices=[("bf16", "BF16"), ("fp8", "FP8")], initial="bf16")
+    seq_len = forms.IntegerField(label="Sequence length (tokens)", min_value=1, initial=2048)
+    global_batch_sequences = forms.IntegerField(
+        label="Global batch (sequences)", min_value=1, initial=1536
+    )
+    zero_stage = forms.TypedChoiceField(
+        label="ZeRO stage", choices=[(s, str(s)) for s in range(4)], coerce=int, initial=1
+    )
+    parallelism = forms.ChoiceField(
+        label="TP × PP × DP split",
+        choices=[("choose", "Choose for me"), ("fixed", "Fixed degrees")],
+        initial="choose",
+        widget=forms.RadioSelect,
+    )
+    tp_degree = forms.IntegerField(label="Tensor parallel (TP)", min_value=1, required=False)
+    pp_degree = forms.IntegerField(label="Pipeline parallel (PP)", min_value=1, required=False)
+    dp_degree = forms.IntegerField(label="Data parallel (DP)", min_value=1, required=False)
+    # The options
+    accelerators = forms.ModelMultipleChoiceField(
+        label="Card models (new cards)",
+        queryset=AcceleratorModel.objects.order_by("vendor", "name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    size_mode = forms.ChoiceField(
+        label="Size the new cards by",
+        choices=[("cards", "Card count"), ("deadline", "Deadline")],
+        initial="cards",
+        widget=forms.RadioSelect,
+    )
+    cards = forms.CharField(
+        label="Card counts",
+        required=False,
+        initial="512, 1024, 2048",
+        help_text="Separated by commas, e.g. 512, 1024, 2048.",
+    )
+    deadline_days = forms.CharField(
+        label="Deadlines (days)",
+        required=False,
+        help_text="The fewest cards that finish in time, e.g. 30, 60.",
+    )
+    sites = forms.ModelMultipleChoiceField(
+        label="Sites for new cards",
+        queryset=Site.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Their PUE, tariff and carbon price the energy; none: default PUE, unpriced.",
+    )
+    pools = PoolChoiceField(
+        label="Existing pools",
+        queryset=Pool.objects.select_related("cluster__site").order_by("cluster__name", "name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Evaluated at their own size with measured factors when they have usage history.",
+    )
+    history_days = forms.IntegerField(
+        label="Usage history (days)",
+        min_value=0,
+        max_value=3650,
+        initial=DEFAULT_HISTORY_DAYS,
+        help_text="Existing pools use the utilization, effective time and MFU measured over "
+        "this many days; 0: modeled only.",
+    )
+    cost_basis = forms.ChoiceField(
+        label="Price new cards by",
+        choices=[("rental", "Catalog rental price"), ("purchase", "Catalog list price")],
+        initial="rental",
+    )
+    liquid_cooling_cost = forms.FloatField(
+        label="Liquid-cooling retrofit, one-off cost",
+        min_value=0,
+        required=False,
+        help_text="Optional: shows its payback per option.",
+    )
+    colocation_cost = forms.FloatField(
+        label="Training/inference co-location, one-off cost",
+        min_value=0,
+        required=False,
+        help_text="Optional: utilization to 90 %.",
+    )
+
+    WORKLOAD_FIELDS = (
+        "params_billions",
+        "tokens_billions",
+        "flops_per_param_token",
+        "precision",
+        "seq_len",
+        "global_batch_sequences",
+        "zero_stage",
+    )
+    PARALLELISM_FIELDS = ("parallelism", "tp_degree", "pp_degree", "dp_degree")
+    OPTION_FIELDS = (
+        "accelerators",
+        "size_mode",
+        "cards",
+        "deadline_days",
+        "sites",
+        "pools",
+        "history_days",
+        "cost_basis",
+    )
+    LEVER_FIELDS = ("liquid_cooling_cost", "colocation_cost")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("params_billions", "tokens_billions"):
+            self.fields[name].widget.attrs.update({"step": "any"})
+
+    def section(self, names: tuple[str, ...]) -> list[forms.BoundField]:
+        return [self[name] for name in names]
+
+    def workload_fields(self):
+        return self.section(self.WORKLOAD_FIELDS)
+
+    def parallelism_fields(self):
+        return self.section(self.PARALLELISM_FIELDS[1:])
+
+    def option_fields(self):
+        return self.section(("cards", "deadline_days", "history_days", "cost_basis"))
+
+    def lever_fields(self):
+        return self.section(self.LEVER_FIELDS)
+
+    def clean_cards(self) -> list[int]:
+        return _number_list(self.cleaned_data.get("cards") or "", whole=True, field="card counts")
+
+    def clean_deadline_days(self) -> list[float]:
+        return _number_list(
+            self.cleaned_data.get("deadline_days") or "", whole=False, field="deadlines"
+        )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("parallelism") == "fixed" and not any(
+            data.get(k) for k in ("tp_degree", "pp_degree", "dp_degree")
+        ):
+            self.add_error("tp_degree", "Give at least one degree, or let the planner choose.")
+        accelerators = data.get("accelerators")
+        if accelerators is not None and accelerators.exists():
+            wanted = "deadline_days" if data.get("size_mode") == "deadline" else "cards"
+            if wanted in data and not data[wanted]:
+                self.add_error(wanted, "Give at least one value for the new card models.")
+        if (
+            "accelerators" in data
+            and "pools" in data
+            and not data["accelerators"]
+            and not data["pools"]
+        ):
+            self.add_error("accelerators", "Choose card models or existing pools (or both).")
+        return data
+
+    def plan_inputs(self) -> dict[str, Any]:
+        """create_plan keyword arguments from the cleaned data."""
+        data = self.cleaned_data
+        workload: dict[str, Any] = {
+            "model_params": data["params_billions"] * BILLION,
+            "tokens": data["tokens_billions"] * BILLION,
+            "flops_per_param_token": data["flops_per_param_token"],
+            "precision": data["precision"],
+            "seq_len": data["seq_len"],
+            "global_batch_sequences": data["global_batch_sequences"],
+            "zero_stage": data["zero_stage"],
+        }
+        if data["parallelism"] == "fixed":
+            for key in ("tp_degree", "pp_degree", "dp_degree"):
+                if data.get(key):
+                    workload[key] = data[key]
+        spec: dict[str, Any] = {
+            "history_days": data["history_days"],
+            "cost_basis": data["cost_basis"],
+        }
+        accelerators = [a.pk for a in data["accelerators"]]
+        if accelerators:
+            spec["accelerators"] = accelerators
+            if data["size_mode"] == "deadline":
+                spec["deadline_days"] = data["deadline_days"]
+            else:
+                spec["cards"] = data["cards"]
+            sites = [s.pk for s in data["sites"]]
+            if sites:
+                spec["sites"] = sites
+        pools = [p.pk for p in data["pools"]]
+        if pools:
+            spec["pools"] = pools
+        levers = []
+        if data.get("liquid_cooling_cost") is not None:
+            levers.append({"name": "liquid_cooling", "one_off_cost": data["liquid_cooling_cost"]})
+        if data.get("colocation_cost") is not None:
+            levers.append({"name": "colocation", "one_off_cost": data["colocation_cost"]})
+        return {
+            "name": data["name"],
+            "workload": workload,
+            "options_spec": spec,
+            "overrides": {},
+            "levers": levers,
+        }
+
+    def add_service_errors(self, errors: Mapping[str, Any]) -> None:
+        """PlanInputError.errors (nested per input section) next to the fields they name."""
+        for section, value in errors.items():
+            if not isinstance(value, Mapping):
+                self.add_error(None, f"{section}: {value}")
+                continue
+            for key, message in value.items():
+                field = ERROR_FIELDS.get((section, key))
+                if field is None:
+                    self.add_error(None, f"{key}: {message}")
+                else:
+                    self.add_error(field, str(message))

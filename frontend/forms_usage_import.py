@@ -1,0 +1,143 @@
+"""The usage import form: a file (or pasted text) for one cluster, handed to the accounting
+service exactly as the API's ``POST /api/v1/usage-records/import/`` hands it."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.files.base import ContentFile
+from django.template.defaultfilters import filesizeformat
+
+from accounting import services
+from accounting.models import ImportJob, ImportKind
+from inventory.models import Cluster
+
+# Pasting is for a few hundred lines; bigger exports go through the file field.
+MAX_PASTED_CHARS = 1_000_000
+PASTED_NAMES = {
+    ImportKind.SACCT: "pasted-sacct.txt",
+    ImportKind.SREPORT: "pasted-sreport.txt",
+    ImportKind.CSV: "pasted.csv",
+}
+DATETIME_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+# Fields shown folded under "More options" (opened when one of them has an error).
+ADVANCED_FIELDS = ("timezone", "exported_at", "report_period_start", "report_period_end")
+
+
+class ClusterField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Cluster) -> str:
+        return f"{obj.site.name} / {obj.name}"
+
+
+class UsageImportForm(forms.Form):
+    cluster = ClusterField(
+        label="Target cluster",
+        queryset=Cluster.objects.select_related("site").order_by("site__name", "name"),
+        empty_label="Choose a cluster",
+        help_text="Every record of the file must come from this cluster.",
+    )
+    kind = forms.ChoiceField(
+        label="File kind",
+        choices=[("", "Choose a kind"), *ImportKind.choices],
+        help_text="sacct: sacct --parsable2 (with the header line); sreport: sreport cluster "
+        "utilization -P; CSV or XLSX with the documented header.",
+    )
+    file = forms.FileField(
+        label="Usage file",
+        required=False,
+        widget=forms.ClearableFileInput(attrs={"accept": ".txt,.log,.psv,.csv,.tsv,.xlsx"}),
+    )
+    pasted_text = forms.CharField(
+        label="Or paste the file's text",
+        required=False,
+        max_length=MAX_PASTED_CHARS,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}),
+        help_text="For a short sacct, sreport or CSV export, header line first.",
+    )
+    timezone = forms.CharField(
+        label="Time zone of the file's times",
+        initial="UTC",
+        max_length=64,
+        help_text="IANA name the scheduler printed its times in, such as UTC or Europe/Berlin.",
+    )
+    exported_at = forms.DateTimeField(
+        label="Exported at",
+        required=False,
+        widget=DATETIME_INPUT,
+        help_text="When the file was exported: measures jobs still running (server time zone).",
+    )
+    report_period_start = forms.DateTimeField(
+        label="Report period from",
+        required=False,
+        widget=DATETIME_INPUT,
+        help_text="Only for sreport output without its banner (server time zone).",
+    )
+    report_period_end = forms.DateTimeField(
+        label="Report period to", required=False, widget=DATETIME_INPUT
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["file"].help_text = (
+            f"sacct or sreport text, .csv or .xlsx; at most "
+            f"{filesizeformat(services.max_upload_bytes())} (larger: manage.py import_usage)."
+        )
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        limit = services.max_upload_bytes()
+        if upload and upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is larger than the upload limit of {limit:,} bytes; split it "
+                "(sacct --starttime/--endtime) or use manage.py import_usage."
+            )
+        return upload
+
+    def clean(self):
+        cleaned = super().clean()
+        has_file = bool(cleaned.get("file"))
+        has_text = bool((cleaned.get("pasted_text") or "").strip())
+        if has_file and has_text:
+            self.add_error("file", "Choose a file or paste text, not both.")
+        elif not has_file and not has_text and "file" not in self.errors:
+            self.add_error("file", "Choose a file or paste its text.")
+        elif has_text and cleaned.get("kind") == ImportKind.XLSX:
+            self.add_error("pasted_text", "An Excel workbook cannot be pasted; upload the file.")
+        return cleaned
+
+    def upload(self):
+        """The chosen file, or the pasted text as a named in-memory file."""
+        if self.cleaned_data.get("file"):
+            return self.cleaned_data["file"]
+        kind = self.cleaned_data["kind"]
+        return ContentFile(self.cleaned_data["pasted_text"].encode(), name=PASTED_NAMES[kind])
+
+    def advanced_open(self) -> bool:
+        return any(name in self.errors for name in ADVANCED_FIELDS)
+
+
+def start_import(form: UsageImportForm, user) -> ImportJob | None:
+    """Create and queue the import through the accounting service; None when the form or
+    the service refused it (the reasons are then errors on the form's fields)."""
+    if not form.is_valid():
+        return None
+    data = form.cleaned_data
+    upload = form.upload()
+    try:
+        return services.create_import_job(
+            kind=data["kind"],
+            cluster=data["cluster"],
+            upload=upload,
+            source_name=upload.name,
+            timezone_name=data["timezone"].strip(),
+            exported_at=data.get("exported_at"),
+            report_period_start=data.get("report_period_start"),
+            report_period_end=data.get("report_period_end"),
+            user=user,
+        )
+    except services.ImportInputError as exc:
+        for field, message in exc.errors.items():
+            if field == "file" and not data.get("file"):
+                field = "pasted_text"
+            form.add_error(field if field in form.fields else None, message)
+        return None
