@@ -6,16 +6,25 @@ from django.contrib.auth.models import Group, Permission
 
 from access.roles import ADMIN, PLANNER, VIEWER
 
-# Apps whose models the roles act on; later issues add theirs here.
-DOMAIN_APPS = ("inventory", "planner", "accounting")
-ADMIN_EXTRA_APPS = ("auth", "authtoken", "django_celery_beat", "django_celery_results")
+# Apps whose models the roles act on: viewers see them all in the admin site.
+DOMAIN_APPS = ("inventory", "planner", "accounting", "reports", "exports")
+# What planners change; report schedules and export tokens are administered (issue #9).
+PLANNER_EDIT_APPS = ("inventory", "planner", "accounting")
+ADMIN_EXTRA_APPS = (
+    "access",
+    "auth",
+    "authtoken",
+    "django_celery_beat",
+    "django_celery_results",
+)
 
 
 def grant_role_permissions(sender=None, **kwargs) -> None:
     domain = Permission.objects.filter(content_type__app_label__in=DOMAIN_APPS)
+    viewing = domain.filter(codename__startswith="view_")
     grants = {
-        VIEWER: domain.filter(codename__startswith="view_"),
-        PLANNER: domain,
+        VIEWER: viewing,
+        PLANNER: viewing | domain.filter(content_type__app_label__in=PLANNER_EDIT_APPS),
         ADMIN: Permission.objects.filter(
             content_type__app_label__in=DOMAIN_APPS + ADMIN_EXTRA_APPS
         ),

@@ -31,12 +31,18 @@ import pandas as pd
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, models, transaction
 
+from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
 from inventory.forms import FIELD_LABELS
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 MAX_ROWS = 5000
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+# What an XLSX may inflate to (5000 rows are a few MB of XML); more is refused unopened.
+MAX_XLSX_INFLATED_BYTES = 100 * 1024 * 1024
 FIRST_DATA_ROW = 2  # the header is spreadsheet row 1
+
+NUL_MESSAGE = "contains a NUL character, which cannot be stored."
+EARLIEST_DATE, LATEST_DATE = pd.Timestamp("1900-01-01"), pd.Timestamp("2200-01-01")
 
 CREATE, UPDATE, UNCHANGED = "create", "update", "unchanged"
 TRUE_WORDS = {"true", "yes", "y", "1", "x"}
@@ -289,8 +295,13 @@ def parse_upload(uploaded) -> ParsedTable:
     content = uploaded.read()
     if name.endswith((".xlsx", ".xlsm")):
         try:
+            check_xlsx_archive(io.BytesIO(content), max_uncompressed_bytes=MAX_XLSX_INFLATED_BYTES)
+        except UnsafeArchive as exc:
+            raise ImportFileError(f"Could not read the XLSX file: {exc}.") from exc
+        try:
             raw = pd.read_excel(io.BytesIO(content), sheet_name=0, dtype=str, engine="openpyxl")
-        except (zipfile.BadZipFile, ValueError, KeyError, OSError) as exc:
+        except (zipfile.BadZipFile, ValueError, KeyError, OSError, SyntaxError, TypeError) as exc:
+            # SyntaxError: ElementTree's ParseError for broken XML inside the archive.
             raise ImportFileError(f"Could not read the XLSX file: {exc}") from exc
         return _table_from_frame(raw)
     if name.endswith((".csv", ".tsv", ".txt")):
@@ -404,6 +415,8 @@ def _booleans(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
 def _dates(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
     blank = raw == ""
     parsed = pd.to_datetime(raw.where(~blank), format="ISO8601", errors="coerce")
+    # Years such as -1 or 0 parse, but no Python date can hold them; none is a real date here.
+    parsed = parsed.where((parsed >= EARLIEST_DATE) & (parsed < LATEST_DATE))
     bad = ~blank & parsed.isna()
     errors = pd.Series("", index=raw.index, dtype=object)
     errors[bad] = "'" + raw[bad] + "' is not a date (use YYYY-MM-DD)."
@@ -476,9 +489,14 @@ def check_columns(kind: ImportKind, table: ParsedTable) -> None:
         raise ImportFileError(f"Missing required column(s): {', '.join(missing)}.")
 
 
+def _storable(column: pd.Series) -> list[str]:
+    """Distinct values a query may contain (PostgreSQL refuses NUL even in a lookup)."""
+    return [value for value in column.unique().tolist() if "\x00" not in value]
+
+
 def _parents(kind: ImportKind, frame: pd.DataFrame) -> dict[tuple[str, ...], models.Model]:
     """Existing parents keyed by their natural-key path, in one query per level."""
-    names = {column: frame[column].unique().tolist() for column in kind.parent_columns}
+    names = {column: _storable(frame[column]) for column in kind.parent_columns}
     found: dict[tuple[str, ...], models.Model] = {}
     if "site" in names:
         for site in Site.objects.filter(name__in=names["site"]):
@@ -502,7 +520,7 @@ def _parents(kind: ImportKind, frame: pd.DataFrame) -> dict[tuple[str, ...], mod
 
 def _existing(kind: ImportKind, frame: pd.DataFrame, parents: dict) -> dict[tuple, models.Model]:
     """Objects already saved, keyed by (parent pk or None, name)."""
-    queryset = kind.model.objects.filter(name__in=frame["name"].unique().tolist())
+    queryset = kind.model.objects.filter(name__in=_storable(frame["name"]))
     if kind.parent_field:
         wanted = [p for key, p in parents.items() if len(key) == len(kind.parent_columns)]
         queryset = queryset.filter(**{f"{kind.parent_field}__in": wanted})
@@ -569,6 +587,9 @@ def preview_import(kind: ImportKind | str, table: ParsedTable) -> ImportPreview:
         rows.append(row)
         key = keys[number]
         row.errors.extend(_key_errors(kind, row, key, first_row_of_key, parents))
+        # No database text can hold NUL (PostgreSQL refuses it); say so instead of failing.
+        with_nul = [column for column, text in cells.items() if "\x00" in text]
+        row.errors.extend(RowError(row.number, c, NUL_MESSAGE) for c in with_nul)
         parent = parents.get(key[:-1]) if kind.parent_columns else None
         instance = existing.get((parent.pk if parent else None, cells["name"]))
         if instance is None:
@@ -581,6 +602,9 @@ def preview_import(kind: ImportKind | str, table: ParsedTable) -> ImportPreview:
         skip_validation = []
         for column in present:
             value, error = converted[column][0][number], converted[column][1][number]
+            if column in with_nul:
+                skip_validation.append(column)
+                continue
             if value is _BLANK and not error:
                 value = _blank_value(kind.model_field(column))
                 error = "a value is required." if value is _BLANK else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from simple_history.models import HistoricalRecords
 
 # PUE at or above this is so unusual that the user must confirm it.
 PUE_CONFIRMATION_THRESHOLD = 3.0
@@ -123,6 +124,8 @@ class Site(AssumptionsMixin, models.Model):
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # Who changed what and when, before and after (inventory.history reverts from it).
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["name"]
@@ -217,6 +220,7 @@ class AcceleratorModel(models.Model):
         max_length=20, choices=Confidence.choices, default=Confidence.USER
     )
     source = models.TextField(blank=True, help_text="Where the figures come from.")
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -267,6 +271,7 @@ class Cluster(AssumptionsMixin, models.Model):
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["site__name", "name"]
@@ -302,6 +307,7 @@ class Pool(AssumptionsMixin, models.Model):
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["cluster__site__name", "cluster__name", "name"]
@@ -335,6 +341,7 @@ class NodeGroup(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["pool", "name"]

@@ -1,0 +1,104 @@
+"""Team scoping, in one place: which teams' usage and chargeback rows a user may see.
+
+``visible_teams(user)`` is None for "every team" (no membership, or an administrator, who
+manages the memberships anyway) and otherwise the set of the user's teams. Every read of
+usage records, team utilization, chargeback rows and team reports goes through the helpers
+below, so API lists, exports (tokens and jobs run as their owner), pages and chart downloads
+agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from access.roles import ADMIN, has_role
+
+# How the accounting reports label records without an account (accounting.selectors).
+NO_ACCOUNT = "(no account)"
+
+
+def visible_teams(user) -> frozenset[str] | None:
+    """None: every team. Else the teams the user may see (empty for an anonymous user)."""
+    if user is None or not user.is_authenticated:
+        return frozenset()
+    if has_role(user, ADMIN):
+        return None
+    cached = getattr(user, "_fleetwise_teams", False)
+    if cached is False:
+        teams = frozenset(user.team_memberships.values_list("team", flat=True))
+        cached = teams or None
+        user._fleetwise_teams = cached
+    return cached
+
+
+def request_teams(request) -> frozenset[str] | None:
+    """The teams of a request's user; None for an internal request without a user (the
+    worker precomputing the dashboards' shared defaults, which are filtered when read)."""
+    user = getattr(request, "user", None)
+    return None if user is None else visible_teams(user)
+
+
+def scope_records(queryset: QuerySet, user, field: str = "account") -> QuerySet:
+    """Usage-like rows of the user's teams only (records without an account: "(no account)")."""
+    teams = visible_teams(user)
+    if teams is None:
+        return queryset
+    accounts = set(teams) | ({""} if NO_ACCOUNT in teams else set())
+    return queryset.filter(**{f"{field}__in": sorted(accounts)})
+
+
+def team_allowed(team: str | None, teams: frozenset[str] | None) -> bool:
+    if teams is None:
+        return True
+    return (team or NO_ACCOUNT) in teams
+
+
+def scope_rows(
+    rows: Iterable[dict[str, Any]], teams: frozenset[str] | None, column: str = "team"
+) -> list[dict[str, Any]]:
+    """Report rows (dicts) of the given teams; rows without the column are not team rows."""
+    rows = list(rows)
+    if teams is None:
+        return rows
+    return [row for row in rows if column not in row or team_allowed(row[column], teams)]
+
+
+def scope_frame(frame, teams: frozenset[str] | None, column: str = "team"):
+    """A pandas frame's rows of the given teams (unchanged when it has no such column)."""
+    if teams is None or frame is None or frame.empty or column not in frame.columns:
+        return frame
+    kept = frame[frame[column].fillna(NO_ACCOUNT).isin(teams)]
+    kept = kept.reset_index(drop=True)
+    kept.attrs = dict(frame.attrs)
+    return kept
+
+
+def team_reports_filter(teams: frozenset[str] | None, prefix: str = "") -> Q:
+    """Reports and schedules a scoped user may read: team-scope ones of their teams (fleet,
+    site and cluster reports list every team's chargeback)."""
+    if teams is None:
+        return Q()
+    return Q(**{f"{prefix}scope": "team", f"{prefix}team__in": sorted(teams)})
+
+
+def scope_report(report: dict[str, Any], teams: frozenset[str] | None) -> dict[str, Any]:
+    """An accounting report (utilization, chargeback) with only the given teams' rows; a
+    chargeback's ``charged_cost`` per bucket is then what those rows charge."""
+    if teams is None:
+        return report
+    rows = scope_rows(report.get("rows", []), teams)
+    scoped = {**report, "rows": rows}
+    totals = report.get("totals")
+    if totals and "charged_cost" in totals[0]:
+        charged: dict[tuple, float] = {}
+        for row in rows:
+            key = (row.get("currency"), row.get("bucket_start"))
+            charged[key] = charged.get(key, 0.0) + (row.get("chargeback_cost") or 0.0)
+        scoped["totals"] = [
+            {**total, "charged_cost": charged.get((total["currency"], total["bucket_start"]), 0.0)}
+            for total in totals
+        ]
+    return scoped
