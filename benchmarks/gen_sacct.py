@@ -16,7 +16,6 @@ seconds and little memory.
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import time
@@ -25,6 +24,9 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.common import peak_rss_mib  # noqa: E402
+
 COLUMNS = (
     "JobID",
     "JobIDRaw",
@@ -308,10 +310,6 @@ def generate(path: Path, lines: int, seed: int) -> int:
             jobs_done += count
             next_id += count
     return jobs_done
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def measure(path: Path, mode: str, chunk_lines: int) -> None:

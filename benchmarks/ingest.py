@@ -18,45 +18,20 @@ development data is never touched. Command (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.common import ensure_postgres_database, peak_rss_mib, setup_django  # noqa: E402
+
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/fleetwise_ingest_bench"
 CLUSTER = "fleet"  # the cluster name gen_sacct writes
 TARGET_ROWS_PER_S = 50_000
 TARGET_PEAK_RSS_MIB = 500
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-
-def ensure_database(url: str) -> None:
-    """Create the benchmark database when it does not exist yet."""
-    import psycopg
-    from psycopg import sql
-
-    base, _, name = url.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
-        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-    os.environ["DJANGO_DEBUG"] = "false"  # DEBUG would keep every query in memory
-    os.environ["DJANGO_LOG_LEVEL"] = "WARNING"
-    sys.path.insert(0, str(REPO_ROOT))
-    import django
-
-    django.setup()
 
 
 def fleet_cluster():
@@ -124,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--file", type=Path, default=Path("/tmp/fleetwise-ingest-sacct.txt"))
+    default_file = Path(tempfile.gettempdir()) / "fleetwise-ingest-sacct.txt"
+    parser.add_argument("--file", type=Path, default=default_file)
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     parser.add_argument("--measure", choices=["first", "again"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -146,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
             ],
             check=True,
         )
-    ensure_database(args.database_url)
+    ensure_postgres_database(args.database_url)
     for mode in ("first", "again"):
         subprocess.run(
             [
