@@ -31,11 +31,15 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_results",
     "django_celery_beat",
+    "simple_history",
+    "axes",
     "access",
     "inventory",
     "planner",
     "accounting",
     "frontend",
+    "exports",
+    "reports",
 ]
 
 MIDDLEWARE = [
@@ -43,11 +47,35 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # ETag from the body (and 304) for every non-streamed GET: spreadsheets refresh cheaply.
+    "django.middleware.http.ConditionalGetMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: inventory history records who made each change.
+    "simple_history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database that went away answers 503 "try again" (config/middleware.py).
+    "config.middleware.DatabaseUnavailableMiddleware",
+    # Last, as django-axes requires: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username + address before the password is checked.
+    "config.auth.LoginAttemptsBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login rate limiting (django-axes, config/auth.py): 5 failures per username and address
+# lock that pair for 15 minutes; a successful login resets the count.
+AXES_FAILURE_LIMIT = env.int("FLEETWISE_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("FLEETWISE_LOGIN_LOCKOUT_HOURS", default=0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.auth.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "config.auth.client_ip"
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: none, use the peer).
+FLEETWISE_TRUSTED_PROXY_COUNT = env.int("FLEETWISE_TRUSTED_PROXY_COUNT", default=0)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -74,14 +102,33 @@ DATABASES = {
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL plus a busy timeout lets web, worker and beat share the file.
+    # WAL plus a busy timeout lets web, worker and beat share the file; IMMEDIATE transactions
+    # take the write lock up front, so a writer waits its turn instead of failing "locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# "dashboards": results shared by web and worker processes (the worker precomputes the Usage
+# and Costs default views after each rollup refresh). A database table by default (created
+# by the accounting migrations); e.g. DASHBOARD_CACHE_URL=redis://host:6379/2 for Redis.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "dashboards": {
+        **env.cache("DASHBOARD_CACHE_URL", default="dbcache://fleetwise_dashboard_cache"),
+        "TIMEOUT": 24 * 3600,
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    },
+}
+# Called with the refreshed cluster ids after each usage rollup refresh (worker side).
+USAGE_ROLLUP_REFRESH_HOOKS = ["frontend.dashboards.usage_selectors.precompute_default_views"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -101,10 +148,23 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "frontend.staticfiles.PlotlyJsFinder",  # plotly.js from the plotly package itself
+]
 # Serve app static files straight from their folders when no collectstatic ran (dev, tests).
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = env("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media"))
 MEDIA_URL = "/media/"
+
+# Request bodies: form and JSON fields up to 10 MB in memory (a pasted inventory import is at
+# most 5 MB); uploaded files above 2.5 MB go to a temporary file, never into memory. Each import
+# has its own explicit limit with a clear message (inventory 5 MB, usage files
+# FLEETWISE_USAGE_UPLOAD_MAX_BYTES), and XLSX archives are checked before they are opened.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
+FILE_UPLOAD_MAX_MEMORY_SIZE = int(2.5 * 2**20)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -125,8 +185,14 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(CELERY_BROKER_FOLDER / "control"),
     }
 else:
-    # Redelivery after a lost worker: longer than the longest task we run.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Redelivery after a lost worker (config/recovery.py): longer than the hard task time
+    # limit, so a healthy task is never handed out twice. A short connect timeout: with the
+    # broker down a request defers its job (config.dispatch), never hangs.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("FLEETWISE_BROKER_VISIBILITY_TIMEOUT_S", default=65 * 60),
+        "socket_connect_timeout": 2,
+    }
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
 CELERY_CACHE_BACKEND = "django-cache"
@@ -142,9 +208,46 @@ CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Jobs queued while the broker was unreachable go out once it is back (config/dispatch.py).
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-deferred-jobs": {"task": "config.dispatch_pending", "schedule": 60.0},
+    # Jobs whose worker died (stopped beating) are sent again (config/recovery.py).
+    "recover-stalled-jobs": {"task": "config.recover_stalled", "schedule": 60.0},
+}
+CELERY_IMPORTS = ["config.dispatch", "config.recovery"]
+# One queue name for web, workers and beat; a test or a dedicated worker pool may use another.
+CELERY_TASK_DEFAULT_QUEUE = env("FLEETWISE_CELERY_QUEUE", default="celery")
+# A running job refreshes its heartbeat this often; one silent for longer than
+# FLEETWISE_STALLED_AFTER_S is taken for dead and re-sent (idempotent, so a false alarm only
+# costs a duplicate run that writes nothing new).
+FLEETWISE_HEARTBEAT_INTERVAL_S = env.float("FLEETWISE_HEARTBEAT_INTERVAL_S", default=30.0)
+FLEETWISE_STALLED_AFTER_S = env.float("FLEETWISE_STALLED_AFTER_S", default=300.0)
+# SQLite only: heartbeat files (a usage import holds SQLite's one write lock for its file).
+FLEETWISE_HEARTBEAT_DIR = env("FLEETWISE_HEARTBEAT_DIR", default=str(VAR_DIR / "heartbeats"))
 
 # Fault injection for tests: seconds an analysis part sleeps before it writes (0 in use).
 ANALYSIS_PART_DELAY_S = env.float("FLEETWISE_ANALYSIS_PART_DELAY_S", default=0.0)
+# Seconds a usage import sleeps after each written chunk (inside its transaction), and a
+# report generation after its claim: room to kill a worker mid-task in tests (0 in use).
+IMPORT_CHUNK_DELAY_S = env.float("FLEETWISE_IMPORT_CHUNK_DELAY_S", default=0.0)
+REPORT_GENERATE_DELAY_S = env.float("FLEETWISE_REPORT_GENERATE_DELAY_S", default=0.0)
+
+# --- E-mail (scheduled reports) -------------------------------------------------
+EMAIL_BACKEND = env("DJANGO_EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env("DJANGO_EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("DJANGO_EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env("DJANGO_EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env("DJANGO_EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("DJANGO_EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("DJANGO_EMAIL_USE_SSL", default=False)
+# A hung SMTP server must fail the send (and be retried), not block a worker for an hour.
+EMAIL_TIMEOUT = env.int("DJANGO_EMAIL_TIMEOUT", default=30)
+DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="fleetwise@localhost")
+# Links in report e-mails point here.
+FLEETWISE_BASE_URL = env("FLEETWISE_BASE_URL", default="http://127.0.0.1:8000")
+# Failed deliveries retry after base × 2^attempt seconds, up to this many times.
+REPORTS_DELIVERY_MAX_RETRIES = env.int("FLEETWISE_REPORTS_DELIVERY_MAX_RETRIES", default=5)
+REPORTS_DELIVERY_RETRY_BASE_S = env.float("FLEETWISE_REPORTS_DELIVERY_RETRY_BASE_S", default=60.0)
 
 # --- REST framework -----------------------------------------------------------
 REST_FRAMEWORK = {
@@ -154,14 +257,22 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["access.permissions.RolePermission"],
+    # Every endpoint answers JSON, CSV and XLSX (?format= or Accept); see docs/export.md.
+    "DEFAULT_RENDERER_CLASSES": [
+        "config.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+        "config.renderers.CSVRenderer",
+        "config.renderers.XLSXRenderer",
+    ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
+        "config.filters.FieldSelectionFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.StandardPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.ExportAutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
@@ -176,7 +287,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two choice sets share the field names scope and status: name each (keeps the old names).
+    "ENUM_NAME_OVERRIDES": {
+        "ScopeEnum": "planner.models.Scope",
+        "StatusEnum": "planner.models.AnalysisStatus",
+        "ReportScopeEnum": "reports.models.ReportScope",
+        "ReportStatusEnum": "reports.models.ReportStatus",
+    },
 }
+
+# --- Spreadsheet exports (docs/export.md) ----------------------------------------
+# A direct XLSX above this many rows is refused with a pointer to a background export job.
+EXPORT_XLSX_MAX_ROWS = env.int("FLEETWISE_EXPORT_XLSX_MAX_ROWS", default=50_000)
+EXPORT_TOKEN_MAX_DAYS = env.int("FLEETWISE_EXPORT_TOKEN_MAX_DAYS", default=365)
+# Requests per token (a spreadsheet link) before 429; DRF rate syntax.
+EXPORT_TOKEN_RATE = env("FLEETWISE_EXPORT_TOKEN_RATE", default="60/min")
 
 LOGGING = {
     "version": 1,
