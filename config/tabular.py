@@ -38,10 +38,11 @@ MIN_COLUMN_WIDTH = 8
 MAX_COLUMN_WIDTH = 60
 WIDTH_SAMPLE_ROWS = 500  # widths from the first rows: enough to size, cheap for big exports
 XLSX_MAX_CELL_CHARS = 32_767  # Excel refuses longer text in one cell
+CSV_LINE_END = "\n"  # as PostgreSQL's COPY writes it (config.exporting); spreadsheets read both
 # Spreadsheet apps run text starting with these as a formula (CSV/formula injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-# A number written as text ("-1.5", "+3e9") is data, not a formula: never prefixed.
-NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# A number written as text ("-1.5", "+3e9", ASCII digits) is data, not a formula: never prefixed.
+NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 KINDS = ("integer", "number", "boolean", "datetime", "date", "string", "any")
 
@@ -494,7 +495,7 @@ _CSV_COLUMN = {
 def iter_csv(columns: Sequence[Column], chunks: Chunks, counter: list[int] | None = None):
     """CSV bytes: a header line, then one block per chunk (memory bounded by the chunk)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = csv.writer(buffer, lineterminator=CSV_LINE_END)
     writer.writerow([column.name for column in columns])
     yield buffer.getvalue().encode("utf-8")
     converters = [_CSV_COLUMN.get(column.kind, _any_column) for column in columns]
