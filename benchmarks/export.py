@@ -6,8 +6,11 @@ Each step runs in a fresh process so its peak RSS is its own:
    cluster and pool, and N usage records generated in SQL (``generate_series``) when the
    table does not hold them yet;
 2. export: ``GET /api/v1/usage-records/?format=csv`` through the whole Django stack (session
-   login, permissions, filters, the streaming list), every chunk read and counted;
-3. ceiling: the same columns read into a ``pandas.DataFrame`` and ``DataFrame.to_csv``
+   login, permissions, filters, the streaming list; on PostgreSQL the database writes the
+   CSV with ``COPY``), every chunk read and counted;
+3. export_python: the same request with ``COPY`` switched off (rows read in chunks and
+   converted in Python: the path of SQLite and of lists with computed columns);
+4. ceiling: the same columns read into a ``pandas.DataFrame`` and ``DataFrame.to_csv``
    (whole table in memory, no formula defusing, no permissions).
 
 Command (from the repository root; PostgreSQL at 127.0.0.1:5432, user postgres)::
@@ -92,10 +95,15 @@ def step_setup(url: str, rows: int) -> dict:
     return {"rows": rows}
 
 
-def step_export(url: str, rows: int) -> dict:
+def step_export(url: str, rows: int, copy: bool = True) -> dict:
     setup_django(url)
     from django.contrib.auth.models import User
     from django.test import Client
+
+    if not copy:  # the path SQLite (or a computed column) takes: rows converted in Python
+        from config import exporting
+
+        exporting.copy_csv_supported = lambda plain: False
 
     client = Client(SERVER_NAME="localhost")
     client.force_login(User.objects.get(username="bench"))
@@ -136,7 +144,16 @@ def step_ceiling(url: str, rows: int) -> dict:
     }
 
 
-STEPS = {"setup": step_setup, "export": step_export, "ceiling": step_ceiling}
+def step_export_python(url: str, rows: int) -> dict:
+    return step_export(url, rows, copy=False)
+
+
+STEPS = {
+    "setup": step_setup,
+    "export": step_export,
+    "export_python": step_export_python,
+    "ceiling": step_ceiling,
+}
 
 
 def run_step(step: str, url: str, rows: int) -> dict:
@@ -167,11 +184,13 @@ def main() -> None:
         return
     run_step("setup", args.database_url, args.rows)
     export = run_step("export", args.database_url, args.rows)
+    export_python = run_step("export_python", args.database_url, args.rows)
     ceiling = run_step("ceiling", args.database_url, args.rows)
     print(f"\n{args.rows:,} usage records → CSV ({export['bytes'] / 2**20:,.0f} MiB)")
     print(f"{'run':<44} {'seconds':>8} {'rows/s':>10} {'peak RSS':>10}")
     for name, result in (
         ("streamed export (GET ?format=csv)", export),
+        ("  the same without COPY (rows via Python)", export_python),
         ("ceiling: DataFrame + to_csv (whole table)", ceiling),
     ):
         rate = args.rows / result["seconds"]
