@@ -880,39 +880,47 @@ def chargeback_report(
             ["unit", "currency", "bucket_start", "bucket_end", "total_cost"]
             + ["used_cost_per_card_hour", "allocated_card_hours"]
         ]
-        for (currency, bucket_start), pools_in in pool_rows.groupby(
-            ["currency", "bucket_start"], sort=True
-        ):
-            teams_in = team_usage[team_usage["unit"].isin(pools_in["unit"])]
-            charged = chargeback(
-                teams_in[["unit", "account", "used_card_hours"]],
-                pools_in,
-                pool_keys=("unit",),
-                team_column="account",
-                idle_rule=scope.idle_rule,  # type: ignore[arg-type]
+        # One bill per currency and bucket, all charged in one pass.
+        bill_keys = ["currency", "bucket_start"]
+        charged = chargeback(
+            team_usage[["unit", "account", "used_card_hours"]],
+            pool_rows,
+            pool_keys=("unit",),
+            team_column="account",
+            idle_rule=scope.idle_rule,  # type: ignore[arg-type]
+            scope_keys=bill_keys,
+        )
+        bills = pool_rows.groupby(bill_keys, sort=True).agg(
+            bucket_end=("bucket_end", "first"), total_cost=("total_cost", "sum")
+        )
+        charged = charged.rename(columns={"account": "team"})
+        charged["team"] = charged["team"].fillna(NO_ACCOUNT)
+        bill_of_row = pd.MultiIndex.from_frame(charged[bill_keys])
+        bill_total = bills["total_cost"].reindex(bill_of_row).to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            charged["share_of_total"] = np.where(
+                bill_total != 0, charged["chargeback_cost"].to_numpy() / bill_total, np.nan
             )
-            charged = charged.rename(columns={"account": "team"})
-            charged["team"] = charged["team"].fillna(NO_ACCOUNT)
-            total_cost = float(pools_in["total_cost"].sum())
-            charged["share_of_total"] = (
-                charged["chargeback_cost"] / total_cost if total_cost else np.nan
-            )
-            bucket_end = pools_in["bucket_end"].iloc[0]
-            if scope.team is not None:
-                charged = charged[charged["team"] == scope.team]
-            charged = charged.assign(
-                currency=currency, bucket_start=bucket_start, bucket_end=bucket_end
-            )
-            rows.extend(json_rows(charged))
-            totals.append(
-                {
-                    "currency": currency,
-                    "bucket_start": json_value(bucket_start),
-                    "bucket_end": json_value(bucket_end),
-                    "total_cost": total_cost,
-                    "charged_cost": float(charged["chargeback_cost"].sum()),
-                }
-            )
+        charged["bucket_end"] = bills["bucket_end"].reindex(bill_of_row).to_numpy()
+        if scope.team is not None:
+            charged = charged[charged["team"] == scope.team]
+        charged_by_bill = charged.groupby(bill_keys, sort=True)["chargeback_cost"].sum()
+        # Rows bill by bill in time order, as the report always listed them.
+        charged = charged.sort_values(bill_keys, kind="stable")
+        columns = [
+            c for c in charged.columns if c not in ("currency", "bucket_start", "bucket_end")
+        ]
+        rows = json_rows(charged[[*columns, "currency", "bucket_start", "bucket_end"]])
+        totals = [
+            {
+                "currency": currency,
+                "bucket_start": json_value(bucket_start),
+                "bucket_end": json_value(bill["bucket_end"]),
+                "total_cost": float(bill["total_cost"]),
+                "charged_cost": float(charged_by_bill.get((currency, bucket_start), 0.0)),
+            }
+            for (currency, bucket_start), bill in bills.iterrows()
+        ]
     return {
         "period_start": scope.period_start,
         "period_end": scope.period_end,

@@ -282,12 +282,13 @@ def chargeback(
     pool_keys: Sequence[str] = ("pool",),
     team_column: str = "account",
     idle_rule: IdleRule = "proportional",
+    scope_keys: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Charge each team its used card-hours at cost plus a share of idle cost.
 
     ``team_usage``: ``pool_keys``, ``team_column``, ``used_card_hours``.
-    ``pool_costs``: ``pool_keys`` + the :func:`energy_and_cost` columns ``total_cost`` and
-    ``used_cost_per_card_hour``, plus ``allocated_card_hours``.
+    ``pool_costs``: ``pool_keys`` (+ ``scope_keys``) + the :func:`energy_and_cost` columns
+    ``total_cost`` and ``used_cost_per_card_hour``, plus ``allocated_card_hours``.
 
     A team's used cost = used card-hours × the pool's ``used_cost_per_card_hour`` (ownership +
     busy energy). Each pool's idle cost is the rest of its total cost, and is shared out:
@@ -296,27 +297,47 @@ def chargeback(
     * ``even``: equally among the teams that used the pool;
     * ``none``: not charged; it appears as the row ``(idle, not charged)``.
 
-    A pool nobody used has its idle cost shared over all teams by the same rule (in
-    proportion to their used cost, or evenly); with no teams at all it stays not charged.
-    So the ``chargeback_cost`` column always sums to the pools' total cost.
+    A pool nobody used has its idle cost shared over all teams of its bill by the same rule
+    (in proportion to their used cost, or evenly); with no teams at all it stays not charged.
+    So the ``chargeback_cost`` column always sums to the pools' total cost, bill by bill.
 
-    Returns one row per team: ``team_column``, ``used_card_hours``, ``used_cost``,
-    ``idle_cost_share``, ``chargeback_cost``; the not-charged row last when non-zero.
+    ``scope_keys``: columns of ``pool_costs`` that split the pools into separate bills (e.g.
+    currency and month), all charged in one vectorised pass; none: one bill.
+
+    Returns one row per bill and team: ``scope_keys``, ``team_column``, ``used_card_hours``,
+    ``used_cost``, ``idle_cost_share``, ``chargeback_cost``; after each bill's teams its
+    not-charged row when non-zero (with ``none``: always).
     """
     if idle_rule not in IDLE_RULES:
         raise CostInputError(f"idle_rule must be one of {IDLE_RULES}, not {idle_rule!r}")
     keys = list(pool_keys)
     if not keys:
         raise CostInputError("pool_keys must name at least one column (e.g. a constant pool id)")
-    pools = pool_costs[[*keys, "total_cost", "used_cost_per_card_hour", "allocated_card_hours"]]
+    scopes = list(scope_keys)
+    if set(scopes) & {*keys, team_column}:
+        raise CostInputError("scope_keys must differ from pool_keys and team_column")
+    pools = pool_costs[
+        [*keys, *scopes, "total_cost", "used_cost_per_card_hour", "allocated_card_hours"]
+    ]
     _require(~pools.duplicated(keys).to_numpy(), "pool_costs has one row per pool", pools.index)
-    usage = team_usage[[*keys, team_column, "used_card_hours"]]
+    # Each bill as a number (first seen first); its scope values are put back at the end.
+    bill = (
+        pools.groupby(scopes, sort=False, dropna=False).ngroup().to_numpy()
+        if scopes
+        else np.zeros(len(pools), dtype="int64")
+    )
+    bills = pools[scopes].assign(_bill=bill).drop_duplicates("_bill").set_index("_bill")
+    pools = pools.drop(columns=scopes).assign(_bill=bill)
+    usage = team_usage[[*keys, team_column, "used_card_hours"]].astype(
+        {"used_card_hours": "float64"}
+    )
     usage = usage.groupby([*keys, team_column], sort=False, dropna=False)["used_card_hours"].sum()
     usage = usage.reset_index()
     _require(usage["used_card_hours"] >= 0, "used_card_hours must be >= 0", usage.index)
     usage = usage.merge(pools, on=keys, how="left", validate="many_to_one")
     _require(usage["total_cost"].notna(), "team usage in a pool without costs", usage.index)
-    pool_used = usage.groupby(keys, sort=False)["used_card_hours"].transform("sum")
+    by_pool = [usage[key] for key in keys]
+    pool_used = usage["used_card_hours"].groupby(by_pool, sort=False).transform("sum")
     _require(
         pool_used <= usage["allocated_card_hours"] * (1 + 1e-9) + 1e-9,
         "teams used more card-hours than the pool's allocated_card_hours",
@@ -324,66 +345,68 @@ def chargeback(
     )
     usage["used_cost"] = usage["used_card_hours"] * usage["used_cost_per_card_hour"]
 
-    used_cost_by_pool = usage.groupby(keys, sort=False)["used_cost"].sum()
+    used_cost_by_pool = usage["used_cost"].groupby(by_pool, sort=False).sum()
     pools = pools.set_index(keys)
     pool_idle = pools["total_cost"] - used_cost_by_pool.reindex(pools.index).fillna(0.0)
-
-    usage["idle_cost_share"] = 0.0
-    unassigned = 0.0
+    by_team = [usage["_bill"], usage[team_column]]
+    teams = usage.groupby(by_team, sort=False, dropna=False)[["used_card_hours", "used_cost"]].sum()
+    teams["idle_cost_share"] = 0.0
     if idle_rule == "none":
-        unassigned = float(pool_idle.sum())
+        unassigned = pool_idle.groupby(pools["_bill"], sort=False).sum()
     else:
         # Weight of each team inside its pool.
         if idle_rule == "proportional":
             weight = usage["used_card_hours"]
         else:
             weight = pd.Series(1.0, index=usage.index)
-        pool_weight = weight.groupby([usage[key] for key in keys], sort=False).transform("sum")
+        pool_weight = weight.groupby(by_pool, sort=False).transform("sum")
         idle_of_row = (
             usage[keys]
             .merge(pool_idle.rename("_idle").reset_index(), on=keys, how="left")["_idle"]
             .to_numpy()
         )
+        # The team's fraction first: tiny (even subnormal) weights still give the whole idle.
         with np.errstate(divide="ignore", invalid="ignore"):
-            in_pool = np.where(pool_weight > 0, idle_of_row * weight / pool_weight, 0.0)
-        usage["idle_cost_share"] = in_pool
-        # Pools whose teams have no weight (no teams, or teams with zero use): spread scope-wide.
-        weighted_pools = weight.groupby([usage[key] for key in keys], sort=False).sum()
-        weighted_pools = weighted_pools[weighted_pools > 0]
-        orphan_idle = float(pool_idle.sum() - pool_idle.reindex(weighted_pools.index).sum())
-        team_totals = usage.groupby(team_column, sort=False, dropna=False).agg(
-            used_cost=("used_cost", "sum")
+            in_pool = np.where(pool_weight > 0, idle_of_row * (weight / pool_weight), 0.0)
+        # Same keys, same first-seen order as ``teams``.
+        teams["idle_cost_share"] = (
+            pd.Series(in_pool, index=usage.index)
+            .groupby(by_team, sort=False, dropna=False)
+            .sum()
+            .to_numpy()
         )
-        if orphan_idle != 0.0 and len(team_totals):
-            if idle_rule == "proportional" and team_totals["used_cost"].sum() > 0:
-                scope_weight = team_totals["used_cost"] / team_totals["used_cost"].sum()
-            else:
-                scope_weight = pd.Series(1.0 / len(team_totals), index=team_totals.index)
-            extra = scope_weight * orphan_idle
+        # Pools whose teams have no weight (no teams, or teams with zero use): bill-wide.
+        weighted = weight.groupby(by_pool, sort=False).sum()
+        orphan = ~pool_idle.index.isin(weighted.index[weighted > 0])
+        orphan_idle = pool_idle[orphan].groupby(pools.loc[orphan, "_bill"], sort=False).sum()
+        team_bill = teams.index.get_level_values(0)
+        bill_used = teams["used_cost"].groupby(team_bill, sort=False)
+        bill_total = bill_used.transform("sum").to_numpy()
+        even = 1.0 / bill_used.transform("size").to_numpy()
+        if idle_rule == "proportional":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(bill_total > 0, teams["used_cost"].to_numpy() / bill_total, even)
         else:
-            extra = pd.Series(0.0, index=team_totals.index)
-            unassigned = orphan_idle
-    teams = usage.groupby(team_column, sort=False, dropna=False)[
-        ["used_card_hours", "used_cost", "idle_cost_share"]
-    ].sum()
-    if idle_rule != "none":
-        teams["idle_cost_share"] = teams["idle_cost_share"] + extra.reindex(teams.index).fillna(0.0)
+            share = even
+        teams["idle_cost_share"] += share * orphan_idle.reindex(team_bill).fillna(0.0).to_numpy()
+        # A bill whose pools nobody used and that has no teams keeps its idle cost uncharged.
+        unassigned = orphan_idle[~orphan_idle.index.isin(team_bill) & (orphan_idle != 0.0)]
     teams["chargeback_cost"] = teams["used_cost"] + teams["idle_cost_share"]
     result = teams.reset_index()
-    if unassigned != 0.0 or (idle_rule == "none" and len(pools)):
-        result = pd.concat(
-            [
-                result,
-                pd.DataFrame(
-                    {
-                        team_column: [UNALLOCATED_IDLE_TEAM],
-                        "used_card_hours": [0.0],
-                        "used_cost": [0.0],
-                        "idle_cost_share": [unassigned],
-                        "chargeback_cost": [unassigned],
-                    }
-                ),
-            ],
-            ignore_index=True,
+    if len(unassigned):
+        idle_rows = pd.DataFrame(
+            {
+                "_bill": unassigned.index.to_numpy(),
+                team_column: UNALLOCATED_IDLE_TEAM,
+                "used_card_hours": 0.0,
+                "used_cost": 0.0,
+                "idle_cost_share": unassigned.to_numpy(),
+                "chargeback_cost": unassigned.to_numpy(),
+            }
         )
-    return result
+        result = pd.concat([result, idle_rows], ignore_index=True)
+    # Bill by bill: its teams, then its not-charged row (a stable sort keeps their order).
+    result = result.iloc[np.argsort(result["_bill"].to_numpy(), kind="stable")]
+    scope_values = bills.reindex(result["_bill"].to_numpy()).reset_index(drop=True)
+    result = result.drop(columns="_bill").reset_index(drop=True)
+    return pd.concat([scope_values, result], axis=1)

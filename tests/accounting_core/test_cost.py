@@ -203,3 +203,64 @@ def test_chargeback_always_sums_to_total_cost(pools, team_splits, rule):
         assert not_charged == pytest.approx(
             costs["total_cost"].sum() - bill["used_cost"].sum(), rel=1e-9, abs=1e-9
         )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pools=pools_strategy,
+    bills=st.lists(st.sampled_from(["2024-01", "2024-02", "2024-03"]), min_size=4, max_size=4),
+    team_splits=st.lists(
+        st.lists(st.floats(min_value=0, max_value=1), min_size=0, max_size=3),
+        min_size=4,
+        max_size=4,
+    ),
+    rule=st.sampled_from(["none", "proportional", "even"]),
+)
+def test_chargeback_of_several_bills_in_one_pass_equals_one_bill_at_a_time(
+    pools, bills, team_splits, rule
+):
+    frame = pd.DataFrame(
+        {
+            "pool": [f"p{i}" for i in range(len(pools))],
+            "month": bills[: len(pools)],
+            "currency": ["EUR" if i == 3 else "USD" for i in range(len(pools))],
+            "card_hours": [p[0] for p in pools],
+            "allocated_card_hours": [p[0] * p[1] for p in pools],
+            "tdp_w": [p[2] for p in pools],
+            "pue": [p[3] for p in pools],
+            "tariff_per_kwh": [p[4] for p in pools],
+            "capital_cost_per_card": 30_000.0,
+            "amortization_years": 5.0,
+        }
+    )
+    costs = pd.concat([frame, energy_and_cost(frame)], axis=1)
+    rows = [
+        {
+            "pool": pool,
+            # A team without an account (NaN) is a team too.
+            "account": np.nan if team == 2 else f"t{team}",
+            "used_card_hours": costs.loc[index, "allocated_card_hours"] * part / 3,
+        }
+        for index, (pool, split) in enumerate(zip(frame["pool"], team_splits, strict=False))
+        for team, part in enumerate(split)
+    ]
+    usage = pd.DataFrame(rows, columns=["pool", "account", "used_card_hours"])
+    together = chargeback(usage, costs, idle_rule=rule, scope_keys=("currency", "month"))
+
+    expected = []
+    for (currency, month), pools_in in costs.groupby(["currency", "month"], sort=False):
+        alone = chargeback(usage[usage["pool"].isin(pools_in["pool"])], pools_in, idle_rule=rule)
+        expected.append(alone.assign(currency=currency, month=month))
+    expected = pd.concat(expected, ignore_index=True)[list(together.columns)]
+    assert list(together.columns[:3]) == ["currency", "month", "account"]
+    key = ["currency", "month", "account"]
+    pd.testing.assert_frame_equal(
+        together.sort_values(key, ignore_index=True, na_position="first"),
+        expected.sort_values(key, ignore_index=True, na_position="first"),
+        check_exact=False,
+        rtol=1e-9,
+        atol=1e-9,
+    )
+    per_bill = together.groupby(["currency", "month"])["chargeback_cost"].sum()
+    totals = costs.groupby(["currency", "month"])["total_cost"].sum()
+    pd.testing.assert_series_equal(per_bill, totals, check_names=False, rtol=1e-9)
