@@ -61,6 +61,14 @@ PAGES = [
         "costs, weekly per site, even idle rule",
         "/costs/?granularity=week&group_by=site&idle_rule=even",
     ),
+    # Never precomputed: a period or a cluster the manager picks.
+    ("usage, custom period", "/usage/?start=2024-04-01&end=2024-10-01"),
+    ("usage, one cluster", "/usage/?cluster={train-hetero}"),
+    ("costs, custom period", "/costs/?start=2024-04-01&end=2024-10-01"),
+    (
+        "costs, one cluster, weekly per pool",
+        "/costs/?cluster={train-hetero}&granularity=week&group_by=pool",
+    ),
 ]
 # After each rollup refresh the worker precomputes these pages' default views and the reports
 # behind their other options (default period).
@@ -184,8 +192,13 @@ def time_pages(repeats: int) -> list[tuple]:
         clear()
         precompute_default_views()  # what the refresh task runs after the rollups
 
+    from inventory.models import Cluster
+
+    cluster_ids = {f"{{{name}}}": str(pk) for name, pk in Cluster.objects.values_list("name", "pk")}
     results = []
     for name, url in PAGES:
+        for placeholder, pk in cluster_ids.items():
+            url = url.replace(placeholder, pk)
         client.get(url)  # warm-up: imports, template loading
         cold, best, status = _median_ms(client, url, repeats, before=clear)
         cold_queries = _queries(client, url, clear)
