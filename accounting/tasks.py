@@ -5,25 +5,14 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
 from accounting import services
-from config.recovery import heartbeat
+from config.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
 
 logger = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError)
 
-
-@shared_task(
-    name="accounting.run_import",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(name="accounting.run_import", **DURABLE_TASK_OPTIONS)
 def run_import(import_job_id: int, run_id: str) -> dict:
     """Import one uploaded usage file (all-or-nothing) and record the outcome on its job."""
     try:
@@ -38,15 +27,7 @@ def run_import(import_job_id: int, run_id: str) -> dict:
         return {"failed": str(exc)}
 
 
-@shared_task(
-    name="accounting.refresh_usage_rollups",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(name="accounting.refresh_usage_rollups", **DURABLE_TASK_OPTIONS)
 def refresh_usage_rollups(cluster_ids: list[int] | None = None) -> dict:
     """Rebuild the daily usage rollups of these clusters (idempotent: a full rebuild), then
     precompute the dashboards' default views."""
@@ -58,15 +39,7 @@ def refresh_usage_rollups(cluster_ids: list[int] | None = None) -> dict:
     return {"clusters": counts.clusters, "records": counts.records, "rows": counts.rows}
 
 
-@shared_task(
-    name="accounting.run_rollup_refresh",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@shared_task(name="accounting.run_rollup_refresh", **DURABLE_TASK_OPTIONS)
 def run_rollup_refresh(refresh_id: int, run_id: str) -> dict:
     """One queued :class:`~accounting.models.RollupRefresh` (sent by config.dispatch): rebuild
     the rollups, precompute the dashboards' default views, record the outcome. A redelivered

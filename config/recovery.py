@@ -45,12 +45,32 @@ from pathlib import Path
 
 from celery import current_app, shared_task
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    models,
+)
 from django.utils import timezone
 
 from config.dispatch import UNREACHABLE, WORKERS_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
+
+# Database errors worth a retry (a restart, a dropped connection), not a failed job.
+TRANSIENT = (OperationalError, InterfaceError)
+# Options of every job task: acknowledged after it ran, so a killed worker's task is
+# delivered again; transient database errors retried with back-off.
+DURABLE_TASK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "max_retries": 5,
+}
 
 # Model label -> (status that means "a worker has it", timestamp column of the heartbeat).
 WATCHED = {

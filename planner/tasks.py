@@ -12,25 +12,15 @@ import time
 
 from celery import group, shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from config.recovery import heartbeat
+from config.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
 from planner import analysis as engine_bridge
 from planner import services
 from planner.models import AnalysisPart
 
 logger = logging.getLogger(__name__)
-
-TRANSIENT = (OperationalError, InterfaceError)
-TASK_OPTIONS = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": TRANSIENT,
-    "retry_backoff": 2,
-    "retry_backoff_max": 60,
-    "max_retries": 5,
-}
 
 
 def _fail_on_error(analysis_id: int, run_id: str, exc: Exception) -> None:
@@ -40,7 +30,7 @@ def _fail_on_error(analysis_id: int, run_id: str, exc: Exception) -> None:
     services.fail(analysis_id, run_id, f"{type(exc).__name__}: {exc}")
 
 
-@shared_task(name="planner.run_analysis", **TASK_OPTIONS)
+@shared_task(name="planner.run_analysis", **DURABLE_TASK_OPTIONS)
 def run_analysis(analysis_id: int, run_id: str) -> dict:
     """Coordinator: find the clusters in scope and fan out one part per cluster."""
     analysis = services.current_run(analysis_id, run_id).first()
@@ -61,7 +51,7 @@ def run_analysis(analysis_id: int, run_id: str) -> dict:
         return {"failed": str(exc)}
 
 
-@shared_task(name="planner.analysis_part", **TASK_OPTIONS)
+@shared_task(name="planner.analysis_part", **DURABLE_TASK_OPTIONS)
 def analysis_part(analysis_id: int, run_id: str, cluster_id: int) -> dict:
     """Evaluate the pools of one cluster (restricted to one pool for a pool-scope analysis)."""
     analysis = services.current_run(analysis_id, run_id).first()
@@ -95,7 +85,7 @@ def analysis_part(analysis_id: int, run_id: str, cluster_id: int) -> dict:
         return {"failed": str(exc)}
 
 
-@shared_task(name="planner.finalize_analysis", **TASK_OPTIONS)
+@shared_task(name="planner.finalize_analysis", **DURABLE_TASK_OPTIONS)
 def finalize_analysis(analysis_id: int, run_id: str) -> dict:
     """Aggregate the parts to the analysis scope and store the result."""
     analysis = services.current_run(analysis_id, run_id).first()
@@ -112,7 +102,7 @@ def finalize_analysis(analysis_id: int, run_id: str) -> dict:
         return {"failed": str(exc)}
 
 
-@shared_task(name="planner.compute_plan", **TASK_OPTIONS)
+@shared_task(name="planner.compute_plan", **DURABLE_TASK_OPTIONS)
 def compute_plan(plan_id: int, run_id: str) -> dict:
     """Evaluate a capacity plan's options, rank them, and store results with progress."""
     from planner import plans  # imported here so this task stays an append-only addition

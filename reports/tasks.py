@@ -8,32 +8,21 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
-from config.recovery import heartbeat
+from config.recovery import DURABLE_TASK_OPTIONS, heartbeat
 from reports import services
 from reports.models import ReportStatus
 
 logger = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError)
-TASK_OPTIONS = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "autoretry_for": TRANSIENT,
-    "retry_backoff": 2,
-    "retry_backoff_max": 60,
-    "max_retries": 5,
-}
 
-
-@shared_task(name="reports.tick", **TASK_OPTIONS)
+@shared_task(name="reports.tick", **DURABLE_TASK_OPTIONS)
 def tick() -> dict:
     """Run by celery beat every minute: create and queue the reports that are due."""
     return {"created": services.tick()}
 
 
-@shared_task(name="reports.generate_report", **TASK_OPTIONS)
+@shared_task(name="reports.generate_report", **DURABLE_TASK_OPTIONS)
 def generate_report(report_id: int) -> dict:
     # The claim's time is the heartbeat: killed mid-generation, config.recovery re-sends it.
     with heartbeat("reports.Report", report_id):
@@ -49,7 +38,7 @@ def delivery_countdown_s(retries: int) -> float:
     return min(settings.REPORTS_DELIVERY_RETRY_BASE_S * 2**retries, 3600.0)
 
 
-@shared_task(bind=True, name="reports.deliver_report", **TASK_OPTIONS)
+@shared_task(bind=True, name="reports.deliver_report", **DURABLE_TASK_OPTIONS)
 def deliver_report(self, report_id: int) -> dict:
     """Send the e-mail; an SMTP failure is recorded on the report, then retried with back-off."""
     outcome = services.deliver(report_id)

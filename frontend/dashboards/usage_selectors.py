@@ -175,7 +175,12 @@ class CostFilterForm(PeriodForm):
 
 
 def bound_form(form_class: type[PeriodForm], request: HttpRequest) -> PeriodForm:
-    return form_class(request.GET or None) if request.GET else form_class({})
+    """The page's filter form, one per request: validated once (its defaults read the rollups)."""
+    cache = _cache(request)
+    key = ("form", form_class.__name__)
+    if key not in cache:
+        cache[key] = form_class(request.GET if request.GET else {})
+    return cache[key]
 
 
 def query(form_class: type[PeriodForm], request: HttpRequest) -> dict[str, Any]:
