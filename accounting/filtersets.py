@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import django_filters
 from django.db.models import Q
 from rest_framework.exceptions import ValidationError
@@ -15,6 +17,14 @@ from accounting.models import (
     UsageRecord,
 )
 from inventory.models import AcceleratorModel, Cluster, Pool
+
+
+def _utc(name: str, value: dt.datetime) -> dt.datetime:
+    """A time filter in UTC: PostgreSQL refuses offsets beyond ±15:59 (ISO 8601 allows more)."""
+    try:
+        return value.astimezone(dt.UTC) if value.tzinfo else value
+    except OverflowError:
+        raise ValidationError({name: ["The time is out of range."]}) from None
 
 
 class UsageRecordFilterSet(django_filters.FilterSet):
@@ -51,10 +61,11 @@ class UsageRecordFilterSet(django_filters.FilterSet):
         return queryset.filter(**lookup)
 
     def filter_running_after(self, queryset, name, value):
+        value = _utc(name, value)
         return queryset.filter(Q(end__gt=value) | Q(end__isnull=True))
 
     def filter_running_before(self, queryset, name, value):
-        return queryset.filter(start__lt=value)
+        return queryset.filter(start__lt=_utc(name, value))
 
     def is_valid(self):
         valid = super().is_valid()

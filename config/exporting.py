@@ -34,7 +34,6 @@ from rest_framework.settings import api_settings
 
 from config.filters import check_fields
 from config.tabular import (
-    CSV_LINE_END,
     FORMULA_PREFIXES,
     NUMBER_TEXT,
     ROWS_HEADER,
@@ -341,7 +340,8 @@ def copy_csv(queryset, plain: Sequence[tuple[Column, str]]) -> Iterator[bytes]:
     }
     sql, params = queryset.annotate(**cells).values_list(*cells).query.sql_with_params()
     header = io.StringIO()
-    csv.writer(header, lineterminator=CSV_LINE_END).writerow([column.name for column, _ in plain])
+    # "\n" as COPY ends its lines (the Python writer's "\r\n" would mix two in one file).
+    csv.writer(header, lineterminator="\n").writerow([column.name for column, _ in plain])
 
     def stream() -> Iterator[bytes]:
         yield header.getvalue().encode("utf-8")

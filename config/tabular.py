@@ -38,7 +38,8 @@ MIN_COLUMN_WIDTH = 8
 MAX_COLUMN_WIDTH = 60
 WIDTH_SAMPLE_ROWS = 500  # widths from the first rows: enough to size, cheap for big exports
 XLSX_MAX_CELL_CHARS = 32_767  # Excel refuses longer text in one cell
-CSV_LINE_END = "\n"  # as PostgreSQL's COPY writes it (config.exporting); spreadsheets read both
+# With "\r\n" Python's csv module quotes a field holding a lone "\r" (with "\n" it would not).
+CSV_LINE_END = "\r\n"
 # Spreadsheet apps run text starting with these as a formula (CSV/formula injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 # A number written as text ("-1.5", "+3e9", ASCII digits) is data, not a formula: never prefixed.

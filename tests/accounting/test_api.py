@@ -300,3 +300,19 @@ def test_a_cluster_given_as_superscript_digits_is_a_bad_request(client_for, view
     response = client_for(viewer).get("/api/v1/accounting/utilization/rows/", {"cluster": "\u00b9"})
     assert response.status_code == 400
     assert "cluster" in response.json()
+
+
+@pytest.mark.django_db
+def test_a_time_filter_with_an_offset_beyond_postgresql_s_range_is_read_in_utc(
+    client_for, viewer, alpha, import_text
+):
+    # Found by schemathesis on PostgreSQL: offsets beyond ±15:59 were sent as they came (500).
+    import_text(alpha, sacct_text())
+    client = client_for(viewer)
+    # 2024-03-01T13:00Z written with a -20:06 offset: the same instant as the plain UTC query.
+    odd = client.get("/api/v1/usage-records/", {"start": "2024-02-29T16:54:00-20:06"})
+    utc = client.get("/api/v1/usage-records/", {"start": "2024-03-01T13:00:00Z"})
+    assert odd.status_code == 200
+    assert odd.json()["count"] == utc.json()["count"] > 0
+    far = client.get("/api/v1/usage-records/", {"end": "0001-01-01T00:00:00+20:00"})
+    assert far.status_code == 400 and "end" in far.json()
