@@ -36,7 +36,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from accounting.models import ImportStatus, RollupRefresh, UsageDailyRollup, UsageRecord
-from accounting.selectors import NO_ACCOUNT, USAGE_FRAME_COLUMNS, _frame
+from accounting.selectors import NO_ACCOUNT, USAGE_FRAME_COLUMNS, _frame, typed_usage_frame
 from inventory.models import AcceleratorModel, Cluster
 from planner.engine.factors import mfu_from_throughput
 from planner.engine.usage import allocated_by_bucket, bucket_edges
@@ -158,14 +158,9 @@ def daily_rollup_frame(usage: pd.DataFrame, tz: str) -> pd.DataFrame:
 
 def _cluster_usage(cluster_id: int, first_pk: int, last_pk: int) -> pd.DataFrame:
     records = UsageRecord.objects.filter(cluster_id=cluster_id, pk__gte=first_pk, pk__lte=last_pk)
-    usage = _frame(records.order_by(), USAGE_FRAME_COLUMNS, times=("start", "end"))
-    for name in ("pool", "accelerator_id"):
-        usage[name] = usage[name].astype("Int64")
-    for name in ("duration_h", "cards", "card_hours", "gpu_utilization", "tokens_per_s"):
-        usage[name] = usage[name].astype("float64")
-    for name in ("model_params", "mfu"):
-        usage[name] = usage[name].astype("float64")
-    return usage
+    return typed_usage_frame(
+        _frame(records.order_by(), USAGE_FRAME_COLUMNS, times=("start", "end"))
+    )
 
 
 def refresh_cluster(
@@ -425,13 +420,7 @@ def _pseudo_jobs(
     if len(measured):
         measured = measured.assign(card_hours=mfu_hours[has_mfu].to_numpy())
         usage = pd.concat([usage, measured], ignore_index=True)
-    usage["pool"] = usage["pool"].astype("Int64")
-    usage["accelerator_id"] = usage["accelerator_id"].astype("Int64")
-    for name in ("duration_h", "cards", "card_hours", "gpu_utilization", "tokens_per_s"):
-        usage[name] = usage[name].astype("float64")
-    for name in ("model_params", "mfu"):
-        usage[name] = usage[name].astype("float64")
-    return usage[[*USAGE_FRAME_COLUMNS]]
+    return typed_usage_frame(usage[[*USAGE_FRAME_COLUMNS]])
 
 
 # -- state -----------------------------------------------------------------------------------

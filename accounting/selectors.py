@@ -177,6 +177,17 @@ USAGE_FRAME_COLUMNS = {
 }
 
 
+USAGE_FLOAT_COLUMNS = (
+    "duration_h",
+    "cards",
+    "card_hours",
+    "gpu_utilization",
+    "tokens_per_s",
+    "model_params",
+    "mfu",
+)
+
+
 def usage_frame(
     cluster_ids: Sequence[int] | None,
     period_start: dt.datetime,
@@ -197,11 +208,15 @@ def usage_frame(
         records = records.filter(account="" if team == NO_ACCOUNT else team)
     frame = _frame(records.order_by(), USAGE_FRAME_COLUMNS, times=("start", "end"))
     frame["account"] = frame["account"].replace("", NO_ACCOUNT)
+    return typed_usage_frame(frame)
+
+
+def typed_usage_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The usage frame's dtypes whatever the source (records, rollups, an empty result):
+    nullable integer ids, float measures."""
     for name in ("pool", "accelerator_id"):
         frame[name] = frame[name].astype("Int64")
-    for name in ("duration_h", "cards", "card_hours", "gpu_utilization", "tokens_per_s"):
-        frame[name] = frame[name].astype("float64")
-    for name in ("model_params", "mfu"):
+    for name in USAGE_FLOAT_COLUMNS:
         frame[name] = frame[name].astype("float64")
     return frame
 
