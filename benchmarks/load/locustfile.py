@@ -15,7 +15,7 @@ import json
 import os
 import threading
 
-from locust import HttpUser, between, constant, task
+from locust import HttpUser, between, constant
 
 FIXTURE = json.loads(open(os.environ["FLEETWISE_LOAD_FIXTURE"]).read())  # noqa: SIM115
 THINK_S = os.environ.get("FLEETWISE_LOAD_THINK_S", "1-3")
@@ -30,8 +30,37 @@ def _think():
     return between(low, high)
 
 
+# (weight, page or api, URL, name in the statistics): what a reader opens most weighs most.
+ROUTES = [
+    (4, "page", "/", "/"),
+    (2, "page", "/analyses/", "/analyses/"),
+    (3, "page", f"/analyses/{FIXTURE['analysis']}/", "/analyses/<id>/"),
+    (3, "page", "/usage/", "/usage/"),
+    (1, "page", "/usage/?group_by=team&granularity=month", "/usage/?group_by=team"),
+    (3, "page", "/costs/", "/costs/"),
+    (2, "page", "/planner/", "/planner/"),
+    (1, "page", f"/planner/{FIXTURE['plan']}/", "/planner/<id>/"),
+    (1, "page", "/inventory/pools/", "/inventory/pools/"),
+    (2, "api", "/api/v1/pools/", "/api/v1/pools/"),
+    (1, "api", "/api/v1/clusters/", "/api/v1/clusters/"),
+    (2, "api", "/api/v1/analyses/", "/api/v1/analyses/"),
+    (2, "api", "/api/v1/usage-records/?page_size=50", "/api/v1/usage-records/"),
+    (1, "api", "/api/v1/import-jobs/", "/api/v1/import-jobs/"),
+    (1, "api", "/api/v1/plans/", "/api/v1/plans/"),
+]
+
+
+def _visit(kind: str, url: str, name: str):
+    def visit(user) -> None:
+        user.fetch(kind, url, name)
+
+    visit.__name__ = f"{kind} {name}"
+    return visit
+
+
 class FleetUser(HttpUser):
     wait_time = _think()
+    tasks = [visit for weight, *route in ROUTES for visit in [_visit(*route)] * weight]
 
     def on_start(self) -> None:
         with _lock:
@@ -46,86 +75,10 @@ class FleetUser(HttpUser):
             "Accept": "application/json",
         }
 
-    def page(self, url: str, name: str | None = None) -> None:
+    def fetch(self, kind: str, url: str, name: str) -> None:
+        headers = self.api_headers if kind == "api" else self.page_headers
         with self.client.get(
-            url,
-            headers=self.page_headers,
-            name=name or url,
-            catch_response=True,
-            allow_redirects=False,
+            url, headers=headers, name=name, catch_response=True, allow_redirects=False
         ) as response:
             if response.status_code != 200:
                 response.failure(f"status {response.status_code}")
-
-    def api(self, url: str, name: str | None = None) -> None:
-        with self.client.get(
-            url,
-            headers=self.api_headers,
-            name=name or url,
-            catch_response=True,
-            allow_redirects=False,
-        ) as response:
-            if response.status_code != 200:
-                response.failure(f"status {response.status_code}")
-
-    # -- dashboards (weights: what a reader opens most) --
-    @task(4)
-    def fleet(self) -> None:
-        self.page("/")
-
-    @task(2)
-    def analyses(self) -> None:
-        self.page("/analyses/")
-
-    @task(3)
-    def analysis(self) -> None:
-        self.page(f"/analyses/{FIXTURE['analysis']}/", "/analyses/<id>/")
-
-    @task(3)
-    def usage(self) -> None:
-        self.page("/usage/")
-
-    @task(1)
-    def usage_by_team(self) -> None:
-        self.page("/usage/?group_by=team&granularity=month", "/usage/?group_by=team")
-
-    @task(3)
-    def costs(self) -> None:
-        self.page("/costs/")
-
-    @task(2)
-    def planner(self) -> None:
-        self.page("/planner/")
-
-    @task(1)
-    def plan(self) -> None:
-        self.page(f"/planner/{FIXTURE['plan']}/", "/planner/<id>/")
-
-    @task(1)
-    def inventory(self) -> None:
-        self.page("/inventory/pools/")
-
-    # -- API lists --
-    @task(2)
-    def api_pools(self) -> None:
-        self.api("/api/v1/pools/")
-
-    @task(1)
-    def api_clusters(self) -> None:
-        self.api("/api/v1/clusters/")
-
-    @task(2)
-    def api_analyses(self) -> None:
-        self.api("/api/v1/analyses/")
-
-    @task(2)
-    def api_usage_records(self) -> None:
-        self.api("/api/v1/usage-records/?page_size=50", "/api/v1/usage-records/")
-
-    @task(1)
-    def api_import_jobs(self) -> None:
-        self.api("/api/v1/import-jobs/")
-
-    @task(1)
-    def api_plans(self) -> None:
-        self.api("/api/v1/plans/")
