@@ -16,6 +16,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connection, models
@@ -349,10 +350,10 @@ def copy_csv(queryset, plain: Sequence[tuple[Column, str]]) -> Iterator[bytes]:
         with connection.cursor() as cursor:
             # Shortest exact float text (the default), whatever the server's configuration.
             cursor.execute("SET extra_float_digits = 1")
-            statement = f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)"
-            if not params:  # psycopg merges (and unescapes "%%") only when there are params
-                statement = statement.replace("%%", "%")
-            with cursor.cursor.copy(statement, params) as copy:
+            # COPY takes no bound parameters: merged client-side, as Django's own queries are.
+            with psycopg.ClientCursor(connection.connection) as merger:
+                select = merger.mogrify(sql, params)
+            with cursor.cursor.copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)") as copy:
                 block = bytearray()
                 for data in copy:
                     block += data
