@@ -130,6 +130,11 @@ class ImportJob(models.Model):
         null=True, blank=True, help_text="sreport without its banner: the report period."
     )
     report_period_end = models.DateTimeField(null=True, blank=True)
+    parse_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Layout of the file: columns, delimiter, time_unit.",
+    )
     status = models.CharField(
         max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
     )

@@ -218,15 +218,17 @@ def in_service_by_bucket(
 def downtime_by_bucket(downtime: pd.DataFrame, edges: pd.DatetimeIndex) -> pd.DataFrame:
     """Down and planned-down card-hours per cluster × bucket, spread evenly over each report.
 
-    Per cluster, untyped ``gres/gpu`` rows are used when present (typed rows are subsets of
-    them); otherwise the typed rows are summed.
+    Only GPU rows count: cpu, billing or gres/gpumem hours are no card-hours. Per cluster,
+    untyped ``gres/gpu`` rows are used when present (typed rows are subsets of them);
+    otherwise the typed ``gres/gpu:TYPE`` rows are summed.
     """
     frame = downtime
     if "tres_name" in frame:
-        tres = frame["tres_name"].fillna("gres/gpu")
-        untyped = tres == "gres/gpu"
-        has_untyped = untyped.groupby(frame["cluster"]).transform("any")
-        frame = frame.loc[untyped | ~has_untyped]
+        tres = frame["tres_name"].fillna("gres/gpu").astype("str")
+        untyped = (tres == "gres/gpu").to_numpy()
+        typed = tres.str.match(r"^gres/gpu:[^=,]+$").to_numpy(dtype=bool)
+        has_untyped = pd.Series(untyped).groupby(frame["cluster"].to_numpy()).transform("any")
+        frame = frame.loc[untyped | (typed & ~has_untyped.to_numpy())]
     frame = frame.reset_index(drop=True)
     split = split_intervals(frame["period_start"], frame["period_end"], edges)
     period_h = (frame["period_end"] - frame["period_start"]).dt.total_seconds().to_numpy() / 3600.0

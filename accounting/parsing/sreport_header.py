@@ -1,0 +1,192 @@
+"""What an sreport file is, read from its banner and header line, before any figure.
+
+``sreport`` prints (unless ``-n``) a banner naming the report, its period and its unit::
+
+    Cluster Utilization 2024-03-01T00:00:00 - 2024-03-31T23:59:59
+    Usage reported in TRES Hours
+
+The unit's owner matters: Slurm says ``CPU`` when only CPUs were reported (the default
+without ``-T``) and ``TRES`` otherwise, and a report without a ``TRES Name`` column is a CPU
+report too. Only ``-P`` (parsable) output has field boundaries; the fixed-width table is
+refused with the flag to add.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from accounting.parsing.errors import IssueCollector
+
+HOURS_PER_UNIT = {"hours": 1.0, "minutes": 1 / 60, "seconds": 1 / 3600}
+MAX_BANNER_LINES = 40
+CLUSTER_UTILIZATION = "cluster utilization"
+ACCOUNT_UTILIZATION = "cluster AccountUtilizationByUser"
+GPU_REPORT_HINT = "run sreport -P -t hours -T gres/gpu cluster utilization"
+_BANNER_PERIOD_RE = re.compile(
+    r"(?P<title>[\w/ ]*?)\s*(?P<start>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\s+-\s+"
+    r"(?P<end>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+)
+_BANNER_UNIT_RE = re.compile(
+    r"Usage reported in\s+(?:(?P<owner>[\w/]+)\s+)?(?P<unit>Hours|Minutes|Seconds|Percentage)",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class SreportHeader:
+    """The layout of one sreport file (``names`` lower case, in file order)."""
+
+    report: str
+    names: list[str]
+    labels: list[str]
+    field_count: int
+    line: int
+    time_unit: str | None
+    banner_period: tuple[str, str] | None = None
+    period_start: pd.Timestamp | None = None
+    period_end: pd.Timestamp | None = None
+
+
+@dataclass
+class _Banner:
+    title: str | None = None
+    period: tuple[str, str] | None = None
+    owner: str | None = None
+    unit: str | None = None
+
+    def read(self, text: str) -> None:
+        if period := _BANNER_PERIOD_RE.search(text):
+            self.period = (period["start"], period["end"])
+            self.title = period["title"].strip() or None
+        if unit := _BANNER_UNIT_RE.search(text):
+            self.owner = unit["owner"]
+            self.unit = unit["unit"].lower()
+
+
+def _report_kind(names: Sequence[str]) -> str | None:
+    """Which sreport report a header line belongs to (None: not an sreport header)."""
+    if not names or names[0] != "cluster":
+        return None
+    if "allocated" in names and "reported" in names:
+        return CLUSTER_UTILIZATION
+    if "account" in names and "used" in names:
+        before_login = "login" not in names or names.index("account") < names.index("login")
+        return ACCOUNT_UTILIZATION if before_login else "cluster UserUtilizationByAccount"
+    return "unknown"
+
+
+def _fixed_width_header(text: str) -> bool:
+    words = text.lower().split()
+    columns = {"allocated", "reported", "used", "login"}
+    return "|" not in text and bool(words) and words[0] == "cluster" and bool(columns & set(words))
+
+
+def find_sreport_header(
+    lines: Sequence[tuple[int, str, int]],
+    columns: Sequence[str] | None,
+    time_unit: str | None,
+    issues: IssueCollector,
+) -> tuple[SreportHeader | None, int]:
+    """Banner and header from the first records ``(line, text, field_count)``.
+
+    Returns the header and the index of the header record (for header-less input with
+    ``columns``, the index before the first data record). Refusals raise at once.
+    """
+    banner = _Banner()
+    for index, (line, text, field_count) in enumerate(lines[:MAX_BANNER_LINES]):
+        banner.read(text)
+        if _fixed_width_header(text):
+            issues.add(line, "Cluster", "fixed-width output: re-run with -P (parsable)")
+            raise issues.error()
+        labels = [name.strip() for name in text.split("|")]
+        kind = _report_kind([label.lower() for label in labels])
+        is_data = kind is None and columns is not None and field_count >= len(columns) > 1
+        if kind is None and not is_data:
+            continue
+        if is_data:
+            labels = [name.strip() for name in columns or ()]
+            kind = _report_kind([label.lower() for label in labels]) or "unknown"
+        header = _build_header(kind, labels, line, banner, time_unit, issues)
+        return header, index if not is_data else index - 1
+    return None, -1
+
+
+def _build_header(
+    kind: str,
+    labels: list[str],
+    line: int,
+    banner: _Banner,
+    time_unit: str | None,
+    issues: IssueCollector,
+) -> SreportHeader:
+    names = [label.lower() for label in labels]
+    trailing = names[-1] == ""
+    if trailing:
+        names, labels = names[:-1], labels[:-1]
+    if kind not in (CLUSTER_UTILIZATION, ACCOUNT_UTILIZATION):
+        title = f" ({banner.title})" if banner.title else ""
+        issues.add(
+            line,
+            "Cluster",
+            f"this is the sreport report {kind}{title}: import `{CLUSTER_UTILIZATION}` or "
+            f"`{ACCOUNT_UTILIZATION}` output (with -P)",
+        )
+        raise issues.error()
+    _check_gpu_report(names, line, banner, issues)
+    unit = (time_unit or banner.unit or "").lower()
+    if unit == "percentage":
+        issues.add(
+            line, names_label(labels, 2), "percent output carries no card-hours; use -t hours"
+        )
+    elif unit not in HOURS_PER_UNIT:
+        issues.add(
+            line,
+            names_label(labels, 2),
+            "unknown time unit: pass the time unit (sreport -t hours)",
+        )
+    required = (
+        ("cluster", "allocated", "down", "plnd down", "idle", "reported")
+        if kind == CLUSTER_UTILIZATION
+        else ("cluster", "account", "login", "used")
+    )
+    for name in required:
+        if name not in names:
+            issues.add(line, name, "required column is missing")
+    if kind == CLUSTER_UTILIZATION and "planned" not in names and "reserved" not in names:
+        issues.add(line, "Planned", "required column is missing (Planned or Reserved)")
+    if issues:
+        raise issues.error()
+    return SreportHeader(
+        report=kind,
+        names=names,
+        labels=labels,
+        field_count=len(names) + (1 if trailing else 0),
+        line=line,
+        time_unit=unit,
+        banner_period=banner.period,
+    )
+
+
+def names_label(labels: Sequence[str], position: int) -> str:
+    return labels[min(position, len(labels) - 1)] if labels else "Cluster"
+
+
+def _check_gpu_report(
+    names: Sequence[str], line: int, banner: _Banner, issues: IssueCollector
+) -> None:
+    """CPU (no TRES Name column, or a banner in CPU hours) and other owners are refused."""
+    owner = (banner.owner or "").lower()
+    if "tres name" not in names or owner == "cpu":
+        issues.add(line, "TRES Name", f"this is a CPU report: {GPU_REPORT_HINT}")
+        raise issues.error()
+    if owner and owner != "tres":
+        issues.add(
+            line,
+            "TRES Name",
+            f"this report counts {banner.owner} hours, not GPU card-hours: {GPU_REPORT_HINT}",
+        )
+        raise issues.error()
