@@ -6,6 +6,17 @@ from django import forms
 
 from inventory.imports import MAX_ROWS
 
+# The hidden field of an edit form holding the version of the object it was opened at.
+OPENED_VERSION = "opened_version"
+
+
+def add_opened_version(form: forms.ModelForm) -> forms.ModelForm:
+    """Give an edit form the object's version, so a stale save can be told apart."""
+    form.fields[OPENED_VERSION] = forms.IntegerField(
+        widget=forms.HiddenInput, required=False, min_value=0, initial=form.instance.version
+    )
+    return form
+
 
 class ImportUploadForm(forms.Form):
     file = forms.FileField(

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.admin.utils import NestedObjects
-from django.db import router
+from django.db import router, transaction
 from django.db.models import Count, ProtectedError
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -19,6 +19,7 @@ from django.views.generic import CreateView, DeleteView, DetailView, ListView, T
 from django.views.generic.edit import UpdateView
 
 from frontend import filters
+from frontend.forms import OPENED_VERSION, add_opened_version
 from frontend.permissions import PlannerRequiredMixin, RoleRequiredMixin
 from frontend.templatetags.fleetwise_ui import detail_url_of
 from inventory.forms import (
@@ -40,6 +41,7 @@ from inventory.selectors import (
     site_totals_prefetched,
     sites_with_clusters,
 )
+from inventory.versioning import claim, conflict_since
 
 LIST_URL_NAMES = {
     Site: "frontend:site-list",
@@ -305,12 +307,43 @@ class InitialFromQueryMixin:
         return initial
 
 
+class VersionedUpdateView(InventoryFormMixin, UpdateView):
+    """An edit page that refuses to save over a change made since it was opened.
+
+    The form carries the version it was opened at; the save claims the row at that version
+    (`inventory.versioning`). A stale save shows who changed what, theirs beside yours, and
+    the form then holds the current version: saving again keeps your values deliberately.
+    """
+
+    def get_form(self, form_class=None):
+        return add_opened_version(super().get_form(form_class))
+
+    def form_valid(self, form):
+        opened = form.cleaned_data.get(OPENED_VERSION)
+        with transaction.atomic():
+            if opened is None or claim(self.model, self.object.pk, opened):
+                return super().form_valid(form)
+        return self.stale(form, opened)
+
+    def stale(self, form, opened: int):
+        current = self.model._base_manager.get(pk=self.object.pk)
+        stored = {field.name for field in self.model._meta.concrete_fields}
+        yours = {name: form.cleaned_data.get(name) for name in form.fields if name in stored}
+        label = f"{self.model._meta.verbose_name.capitalize()} “{current}”"
+        conflict = conflict_since(current, opened, yours, label)
+        form.add_error(None, conflict.message + " Compare the values below, then save again.")
+        form.data = form.data.copy()
+        form.data[OPENED_VERSION] = str(conflict.current_version)
+        self.object = current
+        return self.render_to_response(self.get_context_data(form=form, conflict=conflict))
+
+
 class SiteCreateView(InventoryFormMixin, CreateView):
     model = Site
     form_class = SiteForm
 
 
-class SiteUpdateView(InventoryFormMixin, UpdateView):
+class SiteUpdateView(VersionedUpdateView):
     model = Site
     form_class = SiteForm
 
@@ -321,7 +354,7 @@ class ClusterCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView):
     initial_from_query = ("site",)
 
 
-class ClusterUpdateView(InventoryFormMixin, UpdateView):
+class ClusterUpdateView(VersionedUpdateView):
     model = Cluster
     form_class = ClusterForm
 
@@ -332,7 +365,7 @@ class PoolCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView):
     initial_from_query = ("cluster",)
 
 
-class PoolUpdateView(InventoryFormMixin, UpdateView):
+class PoolUpdateView(VersionedUpdateView):
     model = Pool
     form_class = PoolForm
 
@@ -369,7 +402,7 @@ class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
         return context
 
 
-class NodeGroupUpdateView(InventoryFormMixin, UpdateView):
+class NodeGroupUpdateView(VersionedUpdateView):
     model = NodeGroup
     form_class = NodeGroupForm
 
@@ -379,7 +412,7 @@ class AcceleratorCreateView(InventoryFormMixin, CreateView):
     form_class = AcceleratorModelForm
 
 
-class AcceleratorUpdateView(InventoryFormMixin, UpdateView):
+class AcceleratorUpdateView(VersionedUpdateView):
     model = AcceleratorModel
     form_class = AcceleratorModelForm
 

@@ -17,7 +17,7 @@ from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 TRACKED_MODELS = (Site, AcceleratorModel, Cluster, Pool, NodeGroup)
 # Set by save(): shown in the history, not something a user reverts.
-UNDIFFED_FIELDS = ("created", "updated")
+UNDIFFED_FIELDS = ("created", "updated", "version")
 TYPE_LABELS = {"+": "Created", "~": "Changed", "-": "Deleted"}
 
 

@@ -44,6 +44,28 @@ class Confidence(models.TextChoices):
 non_negative = MinValueValidator(0)
 
 
+class VersionedModel(models.Model):
+    """A counter raised by every save, so an edit can tell that it started from an old state."""
+
+    version = models.PositiveIntegerField(
+        default=1, editable=False, help_text="Raised by one on every save (optimistic locking)."
+    )
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            # From the stored row, not this instance: a revert must not move the version back.
+            rows = type(self)._base_manager.filter(pk=self.pk).values_list("version", flat=True)
+            stored = rows.first()
+            if stored is not None:
+                self.version = stored + 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        super().save(*args, **kwargs)
+
+
 class AssumptionsMixin(models.Model):
     """Per-object overrides of the engine's documented defaults (site → cluster → pool)."""
 
@@ -71,7 +93,7 @@ class AssumptionsMixin(models.Model):
         return {}
 
 
-class Site(AssumptionsMixin, models.Model):
+class Site(AssumptionsMixin, VersionedModel):
     assumptions_scope = "site"
     # What a user edits, in order: shared by the API, the forms and the bulk import.
     EDITABLE_FIELDS = (
@@ -168,7 +190,7 @@ class Site(AssumptionsMixin, models.Model):
             raise ValidationError(errors)
 
 
-class AcceleratorModel(models.Model):
+class AcceleratorModel(VersionedModel):
     """One entry of the card catalog; looked up by `name` or id."""
 
     EDITABLE_FIELDS = (
@@ -230,7 +252,7 @@ class AcceleratorModel(models.Model):
         return self.name
 
 
-class Cluster(AssumptionsMixin, models.Model):
+class Cluster(AssumptionsMixin, VersionedModel):
     assumptions_scope = "cluster"
     EDITABLE_FIELDS = (
         "site",
@@ -290,7 +312,7 @@ class Cluster(AssumptionsMixin, models.Model):
             raise ValidationError(errors)
 
 
-class Pool(AssumptionsMixin, models.Model):
+class Pool(AssumptionsMixin, VersionedModel):
     assumptions_scope = "pool"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pools")
@@ -323,7 +345,7 @@ class Pool(AssumptionsMixin, models.Model):
             raise ValidationError(errors)
 
 
-class NodeGroup(models.Model):
+class NodeGroup(VersionedModel):
     """Identical nodes of one accelerator model inside a pool."""
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="node_groups")

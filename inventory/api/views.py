@@ -9,6 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from config.exporting import TabularListMixin
+from inventory.api.concurrency import ConditionalUpdateMixin
 from inventory.api.serializers import (
     AcceleratorModelSerializer,
     ClusterSerializer,
@@ -42,7 +43,9 @@ class ProtectedDeleteMixin:
             )
 
 
-class SiteViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
+class SiteViewSet(
+    ConditionalUpdateMixin, TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet
+):
     queryset = Site.objects.all()
     serializer_class = SiteSerializer
     filterset_class = SiteFilterSet
@@ -50,7 +53,9 @@ class SiteViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet)
     search_fields = ["name", "location"]
 
 
-class AcceleratorModelViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
+class AcceleratorModelViewSet(
+    ConditionalUpdateMixin, TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet
+):
     queryset = AcceleratorModel.objects.all()
     serializer_class = AcceleratorModelSerializer
     filterset_class = AcceleratorModelFilterSet
@@ -58,7 +63,9 @@ class AcceleratorModelViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.M
     search_fields = ["vendor", "name"]
 
 
-class ClusterViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet):
+class ClusterViewSet(
+    ConditionalUpdateMixin, TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet
+):
     queryset = Cluster.objects.select_related("site")
     serializer_class = ClusterSerializer
     filterset_class = ClusterFilterSet
@@ -66,7 +73,7 @@ class ClusterViewSet(TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewS
     search_fields = ["name", "site__name"]
 
 
-class PoolViewSet(TabularListMixin, viewsets.ModelViewSet):
+class PoolViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     queryset = pools_with_node_groups()
     serializer_class = PoolSerializer
     filterset_class = PoolFilterSet
@@ -99,7 +106,7 @@ class PoolViewSet(TabularListMixin, viewsets.ModelViewSet):
         )
 
 
-class NodeGroupViewSet(TabularListMixin, viewsets.ModelViewSet):
+class NodeGroupViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     queryset = node_groups_queryset()
     serializer_class = NodeGroupSerializer
     filterset_class = NodeGroupFilterSet
