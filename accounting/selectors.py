@@ -34,13 +34,13 @@ from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.engine.cost import (
     IDLE_RULES,
     chargeback,
-    energy_and_cost,
     waste_by_factor,
 )
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 from planner.engine.usage import allocated_by_bucket, bucket_edges, measured_mfu
 from planner.engine.usage import measured_utilization as engine_measured_utilization
+from planner.inputs import node_group_frame, pool_frame, price_pools
 
 GRANULARITIES: tuple[str, ...] = ("day", "week", "month", "total")
 UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team", "site")
@@ -597,8 +597,6 @@ def pool_costs(
     at the cluster's ownership or rental price plus energy at the site's tariff and PUE.
     ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
     """
-    from planner.analysis import node_group_frame, pool_frame
-
     edges = scope.edges()
     warnings: list[str] = []
     inputs = inputs or scope_inputs(scope)
@@ -665,17 +663,7 @@ def pool_costs(
         unit_groups.rename(columns={"unit": "pool_id"}), engine_pools.set_index("pool_id")
     )
 
-    # Money per unit.
-    weights = inventory.assign(
-        tdp_weight=inventory["cards"] * inventory["tdp_w"],
-        peak_weight=inventory["cards"] * inventory["peak_tflops"],
-    )
-    per_pool = weights.groupby("pool")[["cards", "tdp_weight", "peak_weight"]].sum()
-    cluster_cards = (
-        inventory_frame(cluster_ids).groupby("cluster")["cards"].sum()
-        if scope.accelerator_id is not None
-        else weights.groupby("cluster")["cards"].sum()
-    )
+    # Money per unit, on the one money path (`planner.inputs.price_pools`).
     in_service = units["in_service_card_hours"]
     allocated = units["allocated_card_hours"]
     over = allocated > in_service * (1 + 1e-9)
@@ -685,24 +673,14 @@ def pool_costs(
             "inventory provides; cost is taken over the allocated card-hours there."
         )
     card_hours = np.maximum(in_service, allocated)
-    cost_input = pd.DataFrame(
-        {
-            "card_hours": card_hours,
-            "allocated_card_hours": allocated,
-            "tdp_w": units["pool_id"].map(per_pool["tdp_weight"] / per_pool["cards"]),
-            "pue": units["unit"].map(evaluated["pue"]),
-            "tariff_per_kwh": units["tariff_per_kwh"],
-            "grid_carbon_g_per_kwh": units["grid_carbon_g_per_kwh"],
-            "capital_cost_per_card": units["capital_cost_per_card"],
-            "amortization_years": units["amortization_years"],
-            "yearly_opex_per_card": units["cluster_yearly_opex"]
-            / units["cluster_id"].map(cluster_cards),
-            "rental_price_per_card_hour": units["rental_price_per_card_hour"],
-            "peak_tflops": units["pool_id"].map(per_pool["peak_weight"] / per_pool["cards"]),
-            "effective_utilization": units["unit"].map(evaluated["product"]),
-        }
+    cost_input, costs = price_pools(
+        units,
+        groups,
+        card_hours=card_hours,
+        allocated_card_hours=allocated,
+        pue=units["unit"].map(evaluated["pue"]),
+        effective_utilization=units["unit"].map(evaluated["product"]),
     )
-    costs = energy_and_cost(cost_input)
     lost_share = units["unit"].map(evaluated["lost_share"])
     shares = pd.DataFrame(
         {
