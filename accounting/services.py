@@ -48,7 +48,6 @@ from accounting.models import (
     ImportKind,
     ImportStatus,
     PartitionMapping,
-    SreportUtilization,
     UsageRecord,
 )
 from accounting.parsing import (
@@ -56,17 +55,17 @@ from accounting.parsing import (
     LineIssue,
     ParseProgress,
     SacctStats,
-    SreportStats,
     TableStats,
     UsageValidationError,
     iter_csv_chunks,
     iter_sacct_chunks,
-    iter_sreport_chunks,
     iter_xlsx_chunks,
     normalize_gres_type,
 )
 from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
+from accounting.parsing.layouts import LayoutError, layout_options
 from accounting.parsing.tabular import DEFAULT_MAX_XLSX_INFLATED_BYTES
+from accounting.reader_limits import configure_readers, upload_text_problem
 from config.dispatch import send_or_defer
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
 from planner import services as planner_services
@@ -567,7 +566,14 @@ def _usage_chunks(
         "stats": stats,
     }
     if job.kind == ImportKind.SACCT:
-        return iter_sacct_chunks(source, cluster=context.cluster.name, **options)
+        layout = job.parse_options or {}
+        return iter_sacct_chunks(
+            source,
+            cluster=context.cluster.name,
+            columns=layout.get("columns"),
+            delimiter=layout.get("delimiter"),
+            **options,
+        )
     if job.kind == ImportKind.CSV:
         return iter_csv_chunks(source, **options)
     if job.kind == ImportKind.XLSX:
@@ -682,123 +688,6 @@ def _import_usage(
         )
 
 
-SREPORT_VALUE_FIELDS: tuple[str, ...] = (
-    "accelerator_id",
-    "allocated_card_hours",
-    "down_card_hours",
-    "planned_down_card_hours",
-    "idle_card_hours",
-    "planned_card_hours",
-    "reported_card_hours",
-)
-
-
-def _import_sreport(
-    job: ImportJob,
-    source: str | IO[bytes],
-    context: ClusterContext,
-    counts: ImportCounts,
-    report: ProgressCallback | None,
-) -> None:
-    stats = SreportStats()
-    cluster_id = context.cluster.pk
-    cluster_names = _ClusterNameCheck()
-    last_block: list[ParseProgress] = []
-    stored = {
-        (row["tres_name"], row["period_start"], row["period_end"]): row
-        for row in SreportUtilization.objects.filter(cluster_id=cluster_id).values(
-            "tres_name", "period_start", "period_end", *SREPORT_VALUE_FIELDS
-        )
-    }
-
-    def on_block(block: ParseProgress) -> None:
-        last_block[:] = [block]
-
-    chunks = iter_sreport_chunks(
-        source,
-        period_start=job.report_period_start,
-        period_end=job.report_period_end,
-        aliases=context.aliases,
-        timezone=job.timezone,
-        max_errors=MAX_ISSUES,
-        progress=on_block,
-        stats=stats,
-    )
-    for chunk in chunks:
-        lines = chunk["source_line"].to_numpy()
-        issues = cluster_names.issues(chunk["cluster"], lines)
-        changed: list[SreportUtilization] = []
-        for position, row in enumerate(chunk.itertuples(index=False)):
-            start, end = row.period_start.to_pydatetime(), row.period_end.to_pydatetime()
-            values = {
-                "accelerator_id": context.accelerator_ids.get(row.accelerator_model)
-                if isinstance(row.accelerator_model, str)
-                else None,
-                **{name: float(getattr(row, name)) for name in SREPORT_VALUE_FIELDS[1:]},
-            }
-            overlapping = [
-                key
-                for key in stored
-                if key[0] == row.tres_name
-                and key[1] < end
-                and start < key[2]
-                and key[1:] != (start, end)
-            ]
-            if overlapping:
-                other = overlapping[0]
-                issues.append(
-                    LineIssue(
-                        int(lines[position]),
-                        "Cluster",
-                        f"the period overlaps the stored report {other[1]:%Y-%m-%d %H:%M} to "
-                        f"{other[2]:%Y-%m-%d %H:%M} for {row.tres_name}; delete that one first",
-                    )
-                )
-                continue
-            key = (row.tres_name, start, end)
-            previous = stored.get(key)
-            counts.records_read += 1
-            if previous is None:
-                counts.records_created += 1
-            elif any(previous[name] != values[name] for name in SREPORT_VALUE_FIELDS):
-                counts.records_updated += 1
-            else:
-                counts.records_unchanged += 1
-                continue
-            stored[key] = {"tres_name": row.tres_name, "period_start": start, "period_end": end}
-            stored[key].update(values)
-            changed.append(
-                SreportUtilization(
-                    cluster_id=cluster_id,
-                    tres_name=row.tres_name,
-                    period_start=start,
-                    period_end=end,
-                    import_job_id=job.pk,
-                    **values,
-                )
-            )
-        if issues:
-            raise UsageValidationError(issues[:MAX_ISSUES], truncated=len(issues) > MAX_ISSUES)
-        SreportUtilization.objects.bulk_create(
-            changed,
-            batch_size=UPSERT_BATCH_ROWS,
-            update_conflicts=True,
-            unique_fields=["cluster", "tres_name", "period_start", "period_end"],
-            update_fields=[*SREPORT_VALUE_FIELDS, "import_job"],
-        )
-        if report is not None and last_block:
-            block = last_block[0]
-            report(
-                ImportProgress(
-                    block.bytes_read, block.total_bytes, block.lines_read, counts.records_read
-                )
-            )
-    if last_block:
-        counts.bytes_read = last_block[0].bytes_read
-        counts.lines_read = last_block[0].lines_read
-    counts.warnings.extend(stats.warnings)
-
-
 def import_file(
     job: ImportJob,
     source: str | IO[bytes],
@@ -813,12 +702,16 @@ def import_file(
     records the outcome there, so data and status commit together). Imports into one
     cluster are serialized by a row lock on the cluster (PostgreSQL).
     """
+    # An upload is held to the upload limit while read too; a command's file to lines only.
+    configure_readers(max_bytes=max_upload_bytes() if job.file else None)
     context = cluster_context(job.cluster)
     counts = ImportCounts()
     with transaction.atomic():
         list(Cluster.objects.select_for_update().filter(pk=job.cluster_id).values_list("pk"))
         if job.kind == ImportKind.SREPORT:
-            _import_sreport(job, source, context, counts, progress)
+            from accounting.imports.sreport import import_sreport
+
+            import_sreport(job, source, context, counts, progress)
         else:
             _import_usage(job, source, context, counts, progress)
         if counts.records_created or counts.records_updated:
@@ -854,11 +747,20 @@ def create_import_job(
     exported_at: dt.datetime | None = None,
     report_period_start: dt.datetime | None = None,
     report_period_end: dt.datetime | None = None,
+    parse_options: dict[str, Any] | None = None,
     user=None,
     queue: bool = True,
 ) -> ImportJob:
-    """Record an import (an uploaded file, or a path for the command) and queue its run."""
+    """Record an import (an uploaded file, or a path for the command) and queue its run.
+
+    ``parse_options`` (columns, columns_preset, delimiter, time_unit) are checked by
+    :func:`accounting.parsing.layouts.layout_options`.
+    """
     errors: dict[str, str] = {}
+    try:
+        layout = layout_options(kind, **(parse_options or {}))
+    except LayoutError as exc:
+        errors.update(exc.errors)
     if kind not in ImportKind.values:
         errors["kind"] = f"Must be one of {', '.join(ImportKind.values)}."
     _validate_timezone(timezone_name, errors)
@@ -868,6 +770,8 @@ def create_import_job(
             errors["file"] = "The file is empty."
         elif size > max_upload_bytes():
             errors["file"] = f"The file is larger than {max_upload_bytes() // 2**20} MB."
+        elif problem := upload_text_problem(upload, kind):
+            errors["file"] = f"The file is {problem}."
         elif kind == ImportKind.XLSX:
             # Refuse a zip bomb (or a non-workbook) now, not in the worker after storing it.
             try:
@@ -891,6 +795,7 @@ def create_import_job(
         exported_at=exported_at,
         report_period_start=report_period_start,
         report_period_end=report_period_end,
+        parse_options=layout,
         created_by=user if user is not None and user.is_authenticated else None,
     )
     if upload is not None:

@@ -58,6 +58,7 @@ from accounting.parsing.blocks import (
     open_source,
     read_block_frame,
 )
+from accounting.parsing.delimiters import prepare_stream
 from accounting.parsing.errors import (
     DEFAULT_MAX_ERRORS,
     IssueCollector,
@@ -72,6 +73,8 @@ from accounting.parsing.fields import (
     parse_numbers,
     parse_slurm_times,
 )
+from accounting.parsing.gres import tres_column_from_gres
+from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS, SACCT_PRESETS, preset_with_field_count
 from accounting.parsing.schema import (
     MAX_JOB_CARDS,
     MAX_JOB_NODES,
@@ -80,23 +83,11 @@ from accounting.parsing.schema import (
     empty_usage_frame,
 )
 
-DEFAULT_SACCT_COLUMNS: tuple[str, ...] = (
-    "JobID",
-    "JobIDRaw",
-    "Cluster",
-    "Partition",
-    "Account",
-    "User",
-    "Submit",
-    "Start",
-    "End",
-    "Elapsed",
-    "State",
-    "NNodes",
-    "AllocTRES",
-    "NodeList",
-)
-REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State", "AllocTRES")
+REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State")
+# GPUs come from the first of these present (AllocGRES / ReqGRES: Slurm before TRES, <= 17).
+GPU_COLUMNS: tuple[str, ...] = ("alloctres", "allocgres", "reqgres")
+# gres/gpuutil is read from the first of these present (sites export one or the other).
+GPUUTIL_COLUMNS: tuple[str, ...] = ("tresusageinave", "tresusageintot")
 DEFAULT_CHUNK_LINES = 50_000
 
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
@@ -137,7 +128,7 @@ def iter_sacct_chunks(
     as_of: datetime | None = None,
     chunk_lines: int = DEFAULT_CHUNK_LINES,
     max_errors: int = DEFAULT_MAX_ERRORS,
-    delimiter: str = "|",
+    delimiter: str | None = None,
     progress: ProgressCallback | None = None,
     stats: SacctStats | None = None,
 ) -> Iterator[pd.DataFrame]:
@@ -145,8 +136,10 @@ def iter_sacct_chunks(
 
     Args:
         source: path, or binary/text file object, of ``sacct --parsable2`` output.
-        columns: column names when the file has no header (default :data:`DEFAULT_SACCT_COLUMNS`);
-            ignored when a header line is present.
+        columns: column names when the file has no header (see
+            :data:`~accounting.parsing.layouts.SACCT_PRESETS`); ignored when a header line is
+            present. A header-less file without them is refused, naming a preset that fits.
+        delimiter: ``sacct --delimiter`` (any string); default: the header line's, else ``|``.
         cluster: cluster name for lines whose ``Cluster`` column is absent or empty.
         aliases: gres type -> catalog model (:data:`DEFAULT_GRES_ALIASES`).
         partition_models / default_model: model for untyped ``gres/gpu=N``.
@@ -178,7 +171,8 @@ def iter_sacct_chunks(
     )
     records_emitted = 0
     try:
-        with open_source(source) as (stream, total_bytes):
+        with open_source(source) as (raw_stream, total_bytes):
+            stream, _, delimiter = prepare_stream(raw_stream, delimiter)
             layout: _Layout | None = None
             carry: pd.DataFrame | None = None
             total_read = lines_read = 0
@@ -250,6 +244,8 @@ def _detect_layout(
         trailing = names[-1] == ""
         header_index = first
     else:
+        if columns is None:
+            _refuse_missing_header(fields, issues)
         header_present = False
         labels = [name.strip() for name in (columns or DEFAULT_SACCT_COLUMNS)]
         names = [label.lower() for label in labels]
@@ -266,12 +262,14 @@ def _detect_layout(
         seen.add(name)
     for required in REQUIRED_SACCT_COLUMNS:
         if required.lower() not in seen:
-            why = (
-                " (GPU counts come from AllocTRES, never ReqTRES)"
-                if required == "AllocTRES"
-                else ""
-            )
-            issues.add(line, required, f"required column is missing{why}")
+            issues.add(line, required, "required column is missing")
+    if not seen.intersection(GPU_COLUMNS):
+        issues.add(
+            line,
+            "AllocTRES",
+            "required column is missing (GPU counts come from AllocTRES, never ReqTRES; "
+            "AllocGRES for Slurm before 18)",
+        )
     if "end" not in seen and "elapsed" not in seen:
         issues.add(line, "End", "need End or Elapsed to know how long the job ran")
     if issues:
@@ -279,6 +277,18 @@ def _detect_layout(
     padded = tuple(names_in_file) + (("",) if trailing else ())
     padded_labels = tuple(labels[: len(names_in_file)]) + (("",) if trailing else ())
     return _Layout(padded, padded_labels, field_count, header_present), header_index
+
+
+def _refuse_missing_header(fields: list[str], issues: IssueCollector) -> None:
+    count = len(fields) - (1 if fields[-1] == "" else 0)
+    preset = preset_with_field_count(count, SACCT_PRESETS)
+    hint = (
+        f" (line 1 has {count} fields, like the preset '{preset}': --columns-preset {preset})"
+        if preset
+        else f" (line 1 has {count} fields)"
+    )
+    issues.add(1, "JobID", f"no header: pass --columns or re-export without --noheader{hint}")
+    raise issues.error()
 
 
 def _read_block(
@@ -357,6 +367,9 @@ class _ChunkContext:
         frame = frame.reset_index(drop=True)
         if frame.empty:
             return conform_usage_frame(pd.DataFrame())
+        if "alloctres" not in frame:
+            gres_column = "allocgres" if "allocgres" in frame else "reqgres"
+            frame["alloctres"] = tres_column_from_gres(frame[gres_column])
         issues = self.issues
         lines = frame["source_line"].to_numpy()
         # numpy string ufuncs run in C over the whole column.
@@ -406,9 +419,10 @@ class _ChunkContext:
     ) -> np.ndarray:
         """Elapsed-weighted mean per-card utilization (fraction), indexed by allocation group."""
         groups = int(group.max()) + 1 if len(group) else 1
-        if "tresusageinave" not in frame:
+        usage_column = next((c for c in GPUUTIL_COLUMNS if c in frame), None)
+        if usage_column is None:
             return np.full(groups, np.nan)
-        summed_pct = number_after(frame["tresusageinave"], "gres/gpuutil=")
+        summed_pct = number_after(frame[usage_column], "gres/gpuutil=")
         summed_pct[step_name == "extern"] = np.nan  # extern only holds the allocation
         if not np.isfinite(summed_pct).any():
             return np.full(groups, np.nan)

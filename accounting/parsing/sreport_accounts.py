@@ -23,6 +23,7 @@ import pandas as pd
 
 from accounting.parsing.errors import IssueCollector
 from accounting.parsing.fields import blank_to_na
+from accounting.parsing.schema import conform_usage_frame
 from accounting.parsing.sreport_header import SreportHeader
 from accounting.parsing.sreport_rows import card_hours, typed_models
 
@@ -66,3 +67,53 @@ def account_rows(
     frame["period_end"] = header.period_end
     frame["source_line"] = lines
     return pd.DataFrame({name: frame[name].astype(dtype) for name, dtype in ACCOUNT_DTYPES.items()})
+
+
+def account_usage_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """Team usage as usage-record rows: one per account, user and card type over the period.
+
+    Typed ``gres/gpu:TYPE`` lines are parts of the user's ``gres/gpu`` line, so the untyped
+    line only keeps what the typed ones do not cover (each card-hour counted once).
+    """
+    typed = rows["tres_name"] != "gres/gpu"
+    keys = ["cluster", "account", "user", "period_start"]
+    typed_sum = rows.loc[typed].groupby(keys)["used_card_hours"].sum().rename("_typed")
+    rows = rows.join(typed_sum, on=keys)
+    remainder = rows["used_card_hours"] - rows["_typed"].fillna(0.0)
+    used = rows["used_card_hours"].where(typed, remainder)
+    keep = (used > 0).to_numpy()
+    rows, used = rows.loc[keep].reset_index(drop=True), used[keep].reset_index(drop=True)
+    period_h = (rows["period_end"] - rows["period_start"]).dt.total_seconds() / 3600.0
+    gres_type = rows["tres_name"].str.extract(r"^gres/gpu:(.+)$")[0]
+    key = (
+        "sreport:"
+        + rows["account"]
+        + "/"
+        + rows["user"]
+        + "/"
+        + rows["tres_name"]
+        + "@"
+        + rows["period_start"].dt.strftime("%Y-%m-%dT%H:%M:%S")
+    )
+    frame = pd.DataFrame(
+        {
+            "cluster": rows["cluster"],
+            "job_id": key,
+            "job_label": "",
+            "parent_job_id": "",
+            "record_key": key,
+            "account": rows["account"],
+            "user": rows["user"],
+            "accelerator_model": rows["accelerator_model"],
+            "gres_type": gres_type,
+            "cards": used / period_h,
+            "start": rows["period_start"],
+            "end": rows["period_end"],
+            "duration_h": period_h,
+            "card_hours": used,
+            "state": "completed",
+            "scheduler_state": "SREPORT",
+            "source_line": rows["source_line"],
+        }
+    )
+    return conform_usage_frame(frame)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from accounting.parsing import (
     DEFAULT_GRES_ALIASES,
+    DEFAULT_SACCT_COLUMNS,
     USAGE_COLUMNS,
     USAGE_DTYPES,
     SacctStats,
@@ -156,12 +157,14 @@ def test_header_less_file_with_column_list_and_shuffled_columns():
     pd.testing.assert_frame_equal(with_header, reordered)
 
 
-def test_default_columns_when_no_header_is_given():
+def test_header_less_file_is_refused_unless_its_columns_are_given():
     line = (
         "77|77|beta|gpu|t|u|2024-01-01T00:00:00|2024-01-01T01:00:00|2024-01-01T02:00:00|01:00:00|"
         "COMPLETED|1|gres/gpu:mi300x=8,gres/gpu=8|n1\n"
     )
-    frame = read_sacct(as_source(line))
+    with pytest.raises(UsageValidationError, match="no header: pass --columns or re-export"):
+        read_sacct(as_source(line))
+    frame = read_sacct(as_source(line), columns=DEFAULT_SACCT_COLUMNS)
     assert frame.loc[0, "accelerator_model"] == "MI300X"
     assert frame.loc[0, "card_hours"] == 8.0
     assert frame.loc[0, "cluster"] == "beta"
@@ -302,7 +305,7 @@ def test_header_less_parsable_output_with_trailing_pipe():
         "77|77|beta|gpu|t|u|2024-01-01T00:00:00|2024-01-01T01:00:00|2024-01-01T02:00:00|01:00:00|"
         "COMPLETED|1|gres/gpu:a100_80g=4,gres/gpu=4|n1|\n"
     )
-    frame = read_sacct(as_source(line))
+    frame = read_sacct(as_source(line), columns=DEFAULT_SACCT_COLUMNS)
     assert (frame.loc[0, "accelerator_model"], frame.loc[0, "cards"]) == ("A100 SXM4 80GB", 4.0)
 
 

@@ -1,0 +1,1 @@
+"""Import steps beside :mod:`accounting.services`: sreport storage, checks and previews."""
