@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from django.db import transaction
-from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from access.roles import ADMIN, has_role
@@ -42,6 +42,7 @@ from planner.engine.memory import ModelShape
 from planner.engine.parallelism import FixedParallelism
 from planner.engine.sensitivity import Lever, lever_roi, sensitivity
 from planner.estimates import EstimateInputError
+from planner.inputs import cluster_cards, opex_per_card
 from planner.models import AnalysisStatus, Plan
 
 MAX_OPTIONS = 5_000  # a bigger grid is rarely a question anyone asks, and the JSON grows fast
@@ -528,13 +529,12 @@ def _pool_options(
         raise PlanInputError(
             {"options_spec": {"pools": f"These pools have no cards: {', '.join(empty)}."}}
         )
-    cluster_ids = groups["pool__cluster_id"].unique().tolist()
-    cluster_cards = dict(
-        NodeGroup.objects.filter(pool__cluster_id__in=cluster_ids)
-        .values("pool__cluster_id")
-        .annotate(cards=Sum(F("node_count") * F("cards_per_node")))
-        .values_list("pool__cluster_id", "cards")
-    )
+    # Opex per card on the one money path: the cluster's opex spread over all its cards.
+    first_of_cluster = groups.drop_duplicates("pool__cluster_id").set_index("pool__cluster_id")
+    per_card_opex = opex_per_card(
+        first_of_cluster["pool__cluster__yearly_opex"],
+        cluster_cards(first_of_cluster.index.tolist()).reindex(first_of_cluster.index),
+    ).fillna(0.0)
     measured: dict[int, dict[str, Any]] = {}
     if history is not None:
         groups, measured = _measured_history(groups, *history)
@@ -547,7 +547,6 @@ def _pool_options(
         cards = int(part["cards"].sum())
         with_mfu = float(part["cards_with_mfu"].sum())
         cluster = first["pool__cluster_id"]
-        opex = first["pool__cluster__yearly_opex"]
         row = {
             "source": "pool",
             "pool_id": int(pool_id),
@@ -564,8 +563,7 @@ def _pool_options(
             ],
             "capital_cost_per_card": first["pool__cluster__capital_cost_per_card"],
             "amortization_years": first["pool__cluster__amortization_years"],
-            # The inventory keeps opex per cluster; the cost model wants it per card.
-            "yearly_opex_per_card": (opex or 0.0) / max(cluster_cards.get(cluster) or 1, 1),
+            "yearly_opex_per_card": float(per_card_opex[cluster]),
             "rental_price_per_card_hour": first["pool__cluster__rental_price_per_card_hour"],
             "price_currency": first["pool__cluster__site__currency"],
             **_mapped_assumptions(
