@@ -20,7 +20,17 @@ PASTED_NAMES = {
 }
 DATETIME_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 # Fields shown folded under "More options" (opened when one of them has an error).
-ADVANCED_FIELDS = ("timezone", "exported_at", "report_period_start", "report_period_end")
+ADVANCED_FIELDS = (
+    "timezone",
+    "exported_at",
+    "report_period_start",
+    "report_period_end",
+    "columns_preset",
+    "columns",
+    "delimiter",
+    "time_unit",
+)
+LAYOUT_FIELDS = ("columns", "columns_preset", "delimiter", "time_unit")
 
 
 class ClusterField(forms.ModelChoiceField):
@@ -74,6 +84,36 @@ class UsageImportForm(forms.Form):
     )
     report_period_end = forms.DateTimeField(
         label="Report period to", required=False, widget=DATETIME_INPUT
+    )
+    columns_preset = forms.ChoiceField(
+        label="Columns of a file without header",
+        required=False,
+        choices=[
+            ("", "The file has a header line"),
+            ("default", "sacct: default list"),
+            ("xdmod", "sacct: Open XDMoD's 26 fields"),
+        ],
+        help_text="For sacct --noheader output; or list the columns below.",
+    )
+    columns = forms.CharField(
+        label="Or the column list",
+        required=False,
+        max_length=4000,
+        help_text="The --format list the file was exported with, comma-separated.",
+    )
+    delimiter = forms.CharField(
+        label="Delimiter",
+        required=False,
+        max_length=8,
+        strip=False,
+        help_text="What sacct --delimiter was given; empty: read from the header line, else |.",
+    )
+    time_unit = forms.ChoiceField(
+        label="sreport time unit",
+        required=False,
+        choices=[("", "From the banner"), ("hours", "hours"), ("minutes", "minutes")]
+        + [("seconds", "seconds")],
+        help_text="Only for sreport output without its banner (sreport -t).",
     )
 
     def __init__(self, *args, **kwargs):
@@ -133,6 +173,7 @@ def start_import(form: UsageImportForm, user) -> ImportJob | None:
             exported_at=data.get("exported_at"),
             report_period_start=data.get("report_period_start"),
             report_period_end=data.get("report_period_end"),
+            parse_options={name: data.get(name) or None for name in LAYOUT_FIELDS},
             user=user,
         )
     except services.ImportInputError as exc:

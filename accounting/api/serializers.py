@@ -18,6 +18,7 @@ from accounting.models import (
     UsageRecord,
 )
 from accounting.services import ImportInputError, find_cluster
+from config.bounds import WithinDates, date_error
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
 from planner.engine.cost import IDLE_RULES
@@ -139,6 +140,25 @@ class UsageImportSerializer(serializers.Serializer):
         required=False, help_text="sreport output without its banner: the report period."
     )
     report_period_end = serializers.DateTimeField(required=False)
+    columns = serializers.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Header-less output: the comma-separated --format list it was exported with.",
+    )
+    columns_preset = serializers.CharField(
+        required=False, max_length=40, help_text="Header-less output: default or xdmod."
+    )
+    delimiter = serializers.CharField(
+        required=False, max_length=8, trim_whitespace=False, help_text="sacct --delimiter."
+    )
+    time_unit = serializers.CharField(
+        required=False,
+        max_length=10,
+        help_text="sreport output without its banner: hours, minutes or seconds (sreport -t).",
+    )
+
+
+LAYOUT_FIELDS: tuple[str, ...] = ("columns", "columns_preset", "delimiter", "time_unit")
 
 
 class GresAliasSerializer(serializers.ModelSerializer):
@@ -205,6 +225,22 @@ class DateOrDateTimeField(serializers.DateTimeField):
         return super().to_internal_value(value)
 
 
+# Shortest length of one bucket, in days: the bucket count is refused before any work.
+_MIN_BUCKET_DAYS = {"day": 1, "week": 7, "month": 28}
+
+
+def _check_bucket_count(start: dt.datetime, end: dt.datetime, granularity: str) -> None:
+    span_days = (end - start).total_seconds() / 86_400
+    most = span_days / _MIN_BUCKET_DAYS.get(granularity, span_days or 1)
+    if most > selectors.MAX_BUCKETS + 1:
+        raise serializers.ValidationError(
+            {
+                "granularity": f"{start:%Y-%m-%d} to {end:%Y-%m-%d} by {granularity} is more "
+                f"than {selectors.MAX_BUCKETS} buckets; choose a coarser one."
+            }
+        )
+
+
 class AccountingQuerySerializer(serializers.Serializer):
     """Query parameters shared by the utilization, costs and chargeback reports."""
 
@@ -218,10 +254,14 @@ class AccountingQuerySerializer(serializers.Serializer):
         help_text="Card model id or catalog name.",
     )
     start = DateOrDateTimeField(
-        required=False, help_text=f"Period start (default: end − {DEFAULT_REPORT_DAYS} days)."
+        required=False,
+        validators=[WithinDates()],
+        help_text=f"Period start (default: end − {DEFAULT_REPORT_DAYS} days).",
     )
     end = DateOrDateTimeField(
-        required=False, help_text="Period end, exclusive (default: today 00:00)."
+        required=False,
+        validators=[WithinDates()],
+        help_text="Period end, exclusive (default: today 00:00).",
     )
     granularity = serializers.ChoiceField(choices=selectors.GRANULARITIES, default="month")
     group_by = serializers.CharField(
@@ -251,6 +291,10 @@ class AccountingQuerySerializer(serializers.Serializer):
             start = end - dt.timedelta(days=DEFAULT_REPORT_DAYS)
         if end <= start:
             raise serializers.ValidationError({"end": "Must be after start."})
+        for key, value in (("start", start), ("end", end)):
+            if message := date_error(value):  # a defaulted end or start can still fall outside
+                raise serializers.ValidationError({key: message})
+        _check_bucket_count(start, end, attrs.get("granularity", "month"))
         attrs["start"], attrs["end"] = start, end
         team = attrs.get("team")
         if team is not None:

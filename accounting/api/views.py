@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from access.scoping import scope_records, scope_report, visible_teams
 from accounting import selectors, services
 from accounting.api.serializers import (
+    LAYOUT_FIELDS,
     ChargebackQuerySerializer,
     ChargebackReportSerializer,
     ChargebackRowSerializer,
@@ -122,6 +123,7 @@ class UsageRecordViewSet(
                 exported_at=data.get("exported_at"),
                 report_period_start=data.get("report_period_start"),
                 report_period_end=data.get("report_period_end"),
+                parse_options={name: data.get(name) for name in LAYOUT_FIELDS},
                 user=request.user,
             )
         except services.ImportInputError as exc:

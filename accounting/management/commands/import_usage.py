@@ -1,4 +1,7 @@
-"""manage.py import_usage FILE --kind sacct|sreport|csv|xlsx --cluster NAME
+"""manage.py import_usage FILE --kind sacct|sreport|csv|xlsx --cluster NAME [layout options]
+
+Layout options (``--columns``, ``--columns-preset``, ``--delimiter``, ``--time-unit``) are the
+ones of :mod:`accounting.parsing.layouts`; docs/usage-import.md has the command per Slurm version.
 
 Imports a usage file synchronously through the same service as the upload API (one
 transaction: a bad line anywhere stores nothing), with a tqdm bar over the bytes read.
@@ -7,6 +10,7 @@ transaction: a bad line anywhere stores nothing), with a tqdm bar over the bytes
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -16,6 +20,13 @@ from tqdm import tqdm
 from accounting import services
 from accounting.models import ImportKind, ImportStatus
 from accounting.parsing import UsageValidationError
+
+
+class _NoDefaultHostWarning(logging.Filter):
+    """kombu warns that a filesystem:// broker URL names no host; that is by design here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No hostname was supplied" not in record.getMessage()
 
 
 def _aware(text: str | None, option: str) -> dt.datetime | None:
@@ -40,9 +51,20 @@ class Command(BaseCommand):
         parser.add_argument("--exported-at", help="Export time, for running jobs (ISO 8601).")
         parser.add_argument("--period-start", help="sreport without banner: period start.")
         parser.add_argument("--period-end", help="sreport without banner: period end.")
+        parser.add_argument(
+            "--columns", help="Header-less output: the --format list it was exported with."
+        )
+        parser.add_argument(
+            "--columns-preset", help="Header-less output: a named column list (default, xdmod)."
+        )
+        parser.add_argument("--delimiter", help="sacct --delimiter (default: from the header).")
+        parser.add_argument(
+            "--time-unit", help="sreport without banner: hours, minutes or seconds (sreport -t)."
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args, **options) -> None:
+        logging.getLogger("kombu.connection").addFilter(_NoDefaultHostWarning())
         path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
@@ -57,6 +79,12 @@ class Command(BaseCommand):
                 exported_at=_aware(options["exported_at"], "exported-at"),
                 report_period_start=_aware(options["period_start"], "period-start"),
                 report_period_end=_aware(options["period_end"], "period-end"),
+                parse_options={
+                    "columns": options["columns"],
+                    "columns_preset": options["columns_preset"],
+                    "delimiter": options["delimiter"],
+                    "time_unit": options["time_unit"],
+                },
                 queue=False,
             )
         except services.ImportInputError as exc:
