@@ -1,0 +1,128 @@
+"""Real-shaped Slurm exports through manage.py import_usage and the API into the database.
+
+Cluster "orion": 4 A100 SXM4 40GB + 8 H100 SXM5 80GB in service all of February 2025, so
+the inventory gives 12 x 672 h = 8,064 card-hours that month (the fixture reports 8,064).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db.models import Sum
+
+from accounting.models import ImportJob, SreportUtilization, UsageRecord
+
+FIXTURES = Path(__file__).parent.parent / "accounting_core" / "fixtures"
+
+
+@pytest.fixture
+def orion(db):
+    from inventory.catalog import load_catalog
+    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+
+    load_catalog(AcceleratorModel)
+    site = Site.objects.create(name="Lab", cooling_type="air", pue=1.3, tariff_per_kwh=0.2)
+    cluster = Cluster.objects.create(
+        site=site, name="orion", commissioned_on=dt.date(2024, 6, 1), capital_cost_per_card=1.0
+    )
+    pool = Pool.objects.create(cluster=cluster, name="gpu", planned_utilization=0.7)
+    for name, model, nodes in (("a", "A100 SXM4 40GB", 1), ("h", "H100 SXM5 80GB", 2)):
+        NodeGroup.objects.create(
+            pool=pool,
+            name=name,
+            accelerator=AcceleratorModel.objects.get(name=model),
+            node_count=nodes,
+            cards_per_node=4,
+        )
+    return cluster
+
+
+def run(name: str, kind: str, *options: str) -> None:
+    call_command(
+        "import_usage", str(FIXTURES / name), "--kind", kind, "--cluster", "orion", *options
+    )
+
+
+def test_gpu_rows_of_a_mixed_tres_report_are_stored_and_checked_against_inventory(orion):
+    run("sreport_gpu_mixed_tres.txt", "sreport", "--no-progress")
+    rows = {row.tres_name: row for row in SreportUtilization.objects.all()}
+    assert set(rows) == {"gres/gpu", "gres/gpu:a100", "gres/gpu:nvidia_h100_80gb_hbm3"}
+    assert rows["gres/gpu"].reported_card_hours == 8064
+    assert rows["gres/gpu:nvidia_h100_80gb_hbm3"].accelerator.name == "H100 SXM5 80GB"
+    job = ImportJob.objects.get()
+    assert any("1 cpu" in warning for warning in job.warnings)
+
+
+def test_reported_above_the_inventory_is_refused_naming_both_numbers(orion):
+    orion.pools.get().node_groups.filter(name="a").delete()
+    with pytest.raises(CommandError) as raised:
+        run("sreport_gpu_mixed_tres.txt", "sreport", "--no-progress")
+    assert "Reported 8,064 card-hours is more than 5% above the 5,376 card-hours" in str(
+        raised.value
+    )
+    assert SreportUtilization.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("sreport_cpu_default.txt", "this is a CPU report: run sreport -P -t hours -T gres/gpu"),
+        ("sreport_cpu_hours_banner.txt", "this is a CPU report"),
+        ("sreport_billing.txt", "no gres/gpu rows (this report has billing)"),
+        ("sreport_fixed_width.txt", "fixed-width output: re-run with -P (parsable)"),
+    ],
+)
+def test_cpu_billing_and_fixed_width_reports_store_nothing(orion, name, message):
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        run(name, "sreport", "--no-progress")
+    assert SreportUtilization.objects.count() == 0
+
+
+def test_bannerless_headerless_report_with_period_unit_and_columns(orion):
+    run(
+        "sreport_gpu_noheader_minutes.txt",
+        "sreport",
+        "--columns-preset",
+        "default",
+        "--time-unit",
+        "minutes",
+        "--period-start",
+        "2025-02-01",
+        "--period-end",
+        "2025-03-01",
+        "--no-progress",
+    )
+    row = SreportUtilization.objects.get()
+    assert (row.allocated_card_hours, row.reported_card_hours) == (5280, 8064)
+
+
+def test_account_utilization_by_user_is_stored_as_team_usage(orion):
+    run("sreport_account_by_user.txt", "sreport", "--no-progress")
+    per_team = dict(
+        UsageRecord.objects.values("account")
+        .annotate(h=Sum("card_hours"))
+        .values_list("account", "h")
+    )
+    assert per_team == pytest.approx(
+        {"bio": 660.0, "lattice": 1520.0, "physics": 2700.0, "physics-qcd": 400.0}
+    )
+
+
+def test_sacct_layouts_through_the_command(orion, caplog):
+    caplog.set_level(logging.WARNING)
+    run("sacct_xdmod_noheader.txt", "sacct", "--columns-preset", "xdmod", "--no-progress")
+    run("sacct_snowman_tot.txt", "sacct", "--no-progress")
+    per_team = dict(
+        UsageRecord.objects.values("account")
+        .annotate(h=Sum("card_hours"))
+        .values_list("account", "h")
+    )
+    # Hand counts: xdmod file physics 16, lattice 208, bio 1; snowman file physics 16, lattice 6.
+    assert per_team == pytest.approx({"bio": 1.0, "lattice": 214.0, "physics": 32.0})
+    assert not [r for r in caplog.records if "No hostname was supplied" in r.getMessage()]
+    with pytest.raises(CommandError, match="time_unit: Only sreport output has a time unit"):
+        run("sacct_snowman_tot.txt", "sacct", "--time-unit", "hours")
