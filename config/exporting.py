@@ -10,7 +10,6 @@ endpoints whose rows are computed (reports, analysis factor rows).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 from collections.abc import Iterator, Sequence
@@ -33,10 +32,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from config.cellsafety import FORMULA_PREFIXES, NUMBER_TEXT, safe_csv_writer
 from config.filters import check_fields
 from config.tabular import (
-    FORMULA_PREFIXES,
-    NUMBER_TEXT,
     ROWS_HEADER,
     Column,
     dict_chunks,
@@ -342,7 +340,7 @@ def copy_csv(queryset, plain: Sequence[tuple[Column, str]]) -> Iterator[bytes]:
     sql, params = queryset.annotate(**cells).values_list(*cells).query.sql_with_params()
     header = io.StringIO()
     # "\n" as COPY ends its lines (the Python writer's "\r\n" would mix two in one file).
-    csv.writer(header, lineterminator="\n").writerow([column.name for column, _ in plain])
+    safe_csv_writer(header, lineterminator="\n").writerow([column.name for column, _ in plain])
 
     def stream() -> Iterator[bytes]:
         yield header.getvalue().encode("utf-8")

@@ -13,26 +13,34 @@ Shared by the DRF renderers (`config.renderers`), the streaming list exports
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import decimal
 import io
-import json
 import math
 import re
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.utils import timezone
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from rest_framework import serializers
 from rest_framework.relations import ManyRelatedField, RelatedField
+
+# The cell-safety rule and the safe writers live in config.cellsafety (re-exported here).
+from config.cellsafety import (  # noqa: F401
+    FORMULA_PREFIXES,
+    NUMBER_TEXT,
+    SafeWorkbook,
+    bold_cell,
+    csv_cell,
+    defuse,
+    is_formula_like,
+    iso_datetime,
+    json_text,
+    safe_csv_writer,
+    safe_sheet_title,
+)
 
 MIN_COLUMN_WIDTH = 8
 MAX_COLUMN_WIDTH = 60
@@ -40,10 +48,6 @@ WIDTH_SAMPLE_ROWS = 500  # widths from the first rows: enough to size, cheap for
 XLSX_MAX_CELL_CHARS = 32_767  # Excel refuses longer text in one cell
 # With "\r\n" Python's csv module quotes a field holding a lone "\r" (with "\n" it would not).
 CSV_LINE_END = "\r\n"
-# Spreadsheet apps run text starting with these as a formula (CSV/formula injection).
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-# A number written as text ("-1.5", "+3e9", ASCII digits) is data, not a formula: never prefixed.
-NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 KINDS = ("integer", "number", "boolean", "datetime", "date", "string", "any")
 
@@ -330,52 +334,6 @@ def prune(value: Any, names: Sequence[str]) -> Any:
 # -- cells ----------------------------------------------------------------------------------
 
 
-def defuse(text: str) -> str:
-    """Text a spreadsheet would run as a formula, made inert with a leading apostrophe."""
-    if text.startswith(FORMULA_PREFIXES) and not NUMBER_TEXT.fullmatch(text):
-        return "'" + text
-    return text
-
-
-def is_formula_like(text: str) -> bool:
-    return text.startswith(FORMULA_PREFIXES) and not NUMBER_TEXT.fullmatch(text)
-
-
-def iso_datetime(value: dt.datetime) -> str:
-    """The same text DRF's DateTimeField writes (current time zone, ``Z`` for UTC)."""
-    if timezone.is_aware(value):
-        value = timezone.localtime(value)
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def csv_cell(value: Any) -> Any:
-    """A value as CSV text: JSON's own text for numbers, ISO 8601 times, inert formulas."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else ""
-    if isinstance(value, str):
-        return defuse(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, dt.datetime):
-        return iso_datetime(value)
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, (Mapping, list, tuple)):
-        return defuse(_json_text(value))
-    if isinstance(value, (decimal.Decimal, uuid.UUID)):
-        return str(value)
-    return defuse(str(value))
-
-
 def _parse_datetime(text: str) -> dt.datetime | str:
     try:
         return _excel_datetime(dt.datetime.fromisoformat(text))
@@ -389,7 +347,7 @@ def _excel_datetime(value: dt.datetime) -> dt.datetime:
 
 
 def xlsx_value(value: Any, kind: str = "any") -> Any:
-    """A value as a typed XLSX cell value (text stays text, see `xlsx_row`)."""
+    """A value as a typed XLSX cell value (formula-like text is made text by the sheet)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -416,7 +374,7 @@ def xlsx_value(value: Any, kind: str = "any") -> Any:
     if isinstance(value, decimal.Decimal):
         return float(value)
     if isinstance(value, (Mapping, list, tuple)):
-        return ILLEGAL_CHARACTERS_RE.sub("", _json_text(value))[:XLSX_MAX_CELL_CHARS]
+        return ILLEGAL_CHARACTERS_RE.sub("", json_text(value))[:XLSX_MAX_CELL_CHARS]
     return ILLEGAL_CHARACTERS_RE.sub("", str(value))[:XLSX_MAX_CELL_CHARS]
 
 
@@ -438,77 +396,19 @@ def dict_chunks(rows: Iterable[Mapping[str, Any]], columns: Sequence[Column], si
         yield chunk
 
 
-_FORMULA_FIRST = frozenset(prefix[0] for prefix in FORMULA_PREFIXES)
-
-
-def _text_column(values: list[Any]) -> list[Any]:
-    # The common case (no formula-like first character) costs one set lookup per cell.
-    return [
-        (v if not v or v[0] not in _FORMULA_FIRST else defuse(v))
-        if isinstance(v, str) or v is None
-        else csv_cell(v)
-        for v in values
-    ]
-
-
-def _number_column(values: list[Any]) -> list[Any]:
-    # Integers and null print as they are; anything else (a float, a bool) as JSON would.
-    return [v if v is None or v.__class__ is int else csv_cell(v) for v in values]
-
-
-def _float_column(values: list[Any]) -> list[Any]:
-    # csv prints a float as repr(): JSON's own text. Only non-finite values need care.
-    return [
-        v
-        if v is None or (v.__class__ is float and math.isfinite(v))
-        else ""
-        if v.__class__ is float
-        else csv_cell(v)
-        for v in values
-    ]
-
-
-def _datetime_column(values: list[Any]) -> list[Any]:
-    utc = timezone.get_current_timezone_name() == "UTC"
-    return [
-        v
-        if v is None or v.__class__ is str
-        else v.isoformat()[:-6] + "Z"
-        if utc and isinstance(v, dt.datetime) and v.utcoffset() == dt.timedelta(0)
-        else csv_cell(v)
-        for v in values
-    ]
-
-
-def _any_column(values: list[Any]) -> list[Any]:
-    return [csv_cell(v) for v in values]
-
-
-# Per-kind column converters (csv writes None as an empty cell and ints as their digits).
-_CSV_COLUMN = {
-    "string": _text_column,
-    "integer": _number_column,
-    "number": _float_column,
-    "datetime": _datetime_column,
-}
-
-
 def iter_csv(columns: Sequence[Column], chunks: Chunks, counter: list[int] | None = None):
     """CSV bytes: a header line, then one block per chunk (memory bounded by the chunk)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator=CSV_LINE_END)
+    writer = safe_csv_writer(buffer, lineterminator=CSV_LINE_END)
     writer.writerow([column.name for column in columns])
     yield buffer.getvalue().encode("utf-8")
-    converters = [_CSV_COLUMN.get(column.kind, _any_column) for column in columns]
+    kinds = [column.kind for column in columns]
     for chunk in chunks:
         if not chunk:
             continue
         buffer.seek(0)
         buffer.truncate()
-        # Column-wise conversion: one comprehension per column is far cheaper than per cell.
-        transposed = zip(*chunk, strict=True)
-        values = [convert(list(col)) for convert, col in zip(converters, transposed, strict=True)]
-        writer.writerows(zip(*values, strict=True))
+        writer.write_chunk(kinds, chunk)
         if counter is not None:
             counter[0] += len(chunk)
         yield buffer.getvalue().encode("utf-8")
@@ -536,8 +436,8 @@ def write_xlsx(
     fitted to the first rows; the second describes each column and the query behind the file.
     Returns the number of rows written.
     """
-    workbook = Workbook(write_only=True)
-    sheet = workbook.create_sheet(sheet_title[:31] or "Export")
+    workbook = SafeWorkbook(write_only=True)
+    sheet = workbook.create_sheet(safe_sheet_title(sheet_title, "Export"))
     kinds = [column.kind for column in columns]
     chunk_iter = iter(chunks)
 
@@ -561,20 +461,14 @@ def write_xlsx(
         sheet.column_dimensions[get_column_letter(index)].width = min(width, MAX_COLUMN_WIDTH)
     sheet.freeze_panes = "A2"
 
-    bold = Font(bold=True)
-    header = []
-    for column in columns:
-        cell = WriteOnlyCell(sheet, value=column.name)
-        cell.font = bold
-        header.append(cell)
-    sheet.append(header)
+    sheet.append([bold_cell(sheet, column.name) for column in columns])
 
     written = 0
 
     def append(chunk: Sequence[Sequence[Any]]) -> None:
         nonlocal written
         for row in chunk:
-            sheet.append(xlsx_row(sheet, row, kinds))
+            sheet.append([xlsx_value(v, k) for v, k in zip(row, kinds, strict=True)])
         written += len(chunk)
         if progress is not None:
             progress(written)
@@ -587,37 +481,16 @@ def write_xlsx(
         sheet.auto_filter.ref = f"A1:{get_column_letter(len(columns))}{written + 1}"
 
     notes = workbook.create_sheet("About")
-    notes.append([_bold(notes, title) for title in ("column", "type", "unit", "description")])
+    notes.append([bold_cell(notes, title) for title in ("column", "type", "unit", "description")])
     for column in columns:
         notes.append([column.name, column.kind, column.unit, column.description])
     notes.append([])
     for key, value in [*about, ("rows", written)]:
-        notes.append([_bold(notes, key), xlsx_value(value)])
+        notes.append([bold_cell(notes, key), xlsx_value(value)])
     notes.column_dimensions["A"].width = 28
     notes.column_dimensions["D"].width = 80
     workbook.save(target)
     return written
-
-
-def _bold(sheet, value: Any) -> WriteOnlyCell:
-    cell = WriteOnlyCell(sheet, value=value)
-    cell.font = Font(bold=True)
-    return cell
-
-
-def xlsx_row(sheet, row: Sequence[Any], kinds: Sequence[str]) -> list[Any]:
-    """Typed values; text that looks like a formula goes in as a quote-prefixed text cell."""
-    out: list[Any] = []
-    for value, kind in zip(row, kinds, strict=True):
-        converted = xlsx_value(value, kind)
-        if isinstance(converted, str) and is_formula_like(converted):
-            cell = WriteOnlyCell(sheet, value=converted)
-            cell.data_type = "s"  # text, never a formula
-            cell.quotePrefix = True  # stays text when edited in Excel too
-            out.append(cell)
-        else:
-            out.append(converted)
-    return out
 
 
 def describe_columns(columns: Sequence[Column], spec: Sequence[Column]) -> list[Column]:

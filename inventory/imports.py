@@ -712,18 +712,21 @@ def column_help(kind: ImportKind | str) -> list[ColumnHelp]:
 def template_csv(kind: ImportKind | str) -> bytes:
     """The header row, as UTF-8 CSV."""
     kind = get_kind(kind) if isinstance(kind, str) else kind
+    from config.cellsafety import safe_csv_writer
+
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerow(kind.columns)
+    safe_csv_writer(buffer, lineterminator="\r\n").writerow(kind.columns)
     return buffer.getvalue().encode("utf-8")
 
 
 def template_xlsx(kind: ImportKind | str) -> bytes:
     """A workbook: the header row on the first sheet, what each column means on the second."""
-    from openpyxl import Workbook
     from openpyxl.styles import Font
 
+    from config.cellsafety import SafeWorkbook
+
     kind = get_kind(kind) if isinstance(kind, str) else kind
-    workbook = Workbook()
+    workbook = SafeWorkbook()
     sheet = workbook.active
     sheet.title = kind.slug
     sheet.append(list(kind.columns))

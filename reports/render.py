@@ -6,19 +6,18 @@ Every renderer reads only ``numbers`` (see :mod:`reports.content`), never the da
 from __future__ import annotations
 
 import base64
-import csv
 import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
 from django.template.loader import render_to_string
-from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from config.cellsafety import SafeWorkbook, safe_csv_writer
 from reports.charts import render_charts
 from reports.content import (
     CHARGEBACK_COLUMNS,
@@ -154,8 +153,11 @@ def _bar_chart(
 
 
 def render_xlsx(numbers: dict[str, Any]) -> bytes:
-    """A workbook: Summary with charts, then one data sheet per table; native Excel charts."""
-    workbook = Workbook()
+    """A workbook: Summary with charts, then one data sheet per table; native Excel charts.
+
+    Names (schedules, clusters, teams) are user text: `SafeWorkbook` keeps them text cells.
+    """
+    workbook = SafeWorkbook()
     summary = workbook.active
     summary.title = "Summary"
     sections = set(numbers["sections"])
@@ -355,14 +357,9 @@ def csv_rows(numbers: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_csv(numbers: dict[str, Any]) -> bytes:
+    """Every cell through the shared rule: floats in full precision, formulas inert."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\r\n")
-    writer.writeheader()
-    for row in csv_rows(numbers):
-        value = row["value"]
-        if isinstance(value, float):
-            row = {**row, "value": repr(value)}  # full precision, reads back to the same float
-        elif isinstance(value, str) and value.startswith(("=", "+", "-", "@")):
-            row = {**row, "value": "'" + value}  # never a formula in a spreadsheet
-        writer.writerow(row)
+    writer = safe_csv_writer(buffer, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows([row[column] for column in CSV_COLUMNS] for row in csv_rows(numbers))
     return buffer.getvalue().encode("utf-8")
