@@ -6,15 +6,15 @@ inventory and the engine (unknown site, a column the engine refuses) are in plan
 
 from __future__ import annotations
 
-import math
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.bounds import bounded_float, bounded_int
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel, CoolingType
-from planner.engine.capacity import DEFAULT_MAX_CARDS, K_ERROR
+from planner.engine.capacity import K_ERROR
 from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from planner.engine.limits import limit, range_error
 from planner.engine.memory import ACTIVATION_RECOMPUTE_MODES
 from planner.models import Plan
 from planner.plans import can_edit
@@ -25,33 +25,12 @@ MAX_LEVERS = 10
 K_MESSAGE = f"Must be 6 or 8 ({K_ERROR})."
 
 
-def _finite(value: float) -> None:
-    if not math.isfinite(value):
-        raise serializers.ValidationError("Must be a finite number.")
-
-
-def _positive(value: float) -> None:
-    _finite(value)
-    if value <= 0:
-        raise serializers.ValidationError("Must be positive.")
-
-
-def _share(value: float) -> None:
-    _finite(value)
-    if not 0 < value <= 1:
-        raise serializers.ValidationError("Must be in (0, 1].")
-
-
-def positive_float(**kwargs) -> serializers.FloatField:
-    return serializers.FloatField(validators=[_positive], **kwargs)
-
-
 def share_float(**kwargs) -> serializers.FloatField:
-    return serializers.FloatField(validators=[_share], **kwargs)
+    return bounded_float("share", **kwargs)
 
 
-def non_negative_float(**kwargs) -> serializers.FloatField:
-    return serializers.FloatField(min_value=0, validators=[_finite], **kwargs)
+def _number_schema(name: str) -> dict:
+    return {"type": "number", "minimum": limit(name).low, "maximum": limit(name).high}
 
 
 def _either_or(attrs: dict, first: str, second: str) -> None:
@@ -67,27 +46,31 @@ def _either_or(attrs: dict, first: str, second: str) -> None:
 class WorkloadSerializer(serializers.Serializer):
     """The training goal (TrainingWorkload inputs; docs/capacity-planning.md §1)."""
 
-    model_params = positive_float(help_text="Parameters N.")
-    tokens = positive_float(required=False, allow_null=True, help_text="Training tokens D.")
-    total_flops = positive_float(required=False, allow_null=True, help_text="Instead of tokens.")
+    model_params = bounded_float("model_params", help_text="Parameters N.")
+    tokens = bounded_float(
+        "tokens", required=False, allow_null=True, help_text="Training tokens D."
+    )
+    total_flops = bounded_float(
+        "total_flops", required=False, allow_null=True, help_text="Instead of tokens."
+    )
     flops_per_param_token = serializers.ChoiceField(
         choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
     )
     precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
-    seq_len = serializers.IntegerField(min_value=1, default=2048)
-    global_batch_sequences = serializers.IntegerField(min_value=1, default=1536)
-    micro_batch = serializers.IntegerField(min_value=1, default=1)
+    seq_len = bounded_int("seq_len", default=2048)
+    global_batch_sequences = bounded_int("global_batch_sequences", default=1536)
+    micro_batch = bounded_int("micro_batch", default=1)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
     recompute = serializers.ChoiceField(
         choices=list(ACTIVATION_RECOMPUTE_MODES), required=False, allow_null=True
     )
     sequence_parallel = serializers.BooleanField(default=True)
-    tp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    pp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    dp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    layers = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    hidden_size = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    attention_heads = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    tp_degree = bounded_int("tp_degree", required=False, allow_null=True)
+    pp_degree = bounded_int("pp_degree", required=False, allow_null=True)
+    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
+    layers = bounded_int("layers", required=False, allow_null=True)
+    hidden_size = bounded_int("hidden_size", required=False, allow_null=True)
+    attention_heads = bounded_int("attention_heads", required=False, allow_null=True)
     usable_memory_share = share_float(default=0.9)
 
     def validate(self, attrs):
@@ -129,11 +112,9 @@ class ExplicitSiteSerializer(serializers.Serializer):
 
     name = serializers.CharField(max_length=100)
     cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
-    pue = serializers.FloatField(
-        min_value=1.0, required=False, allow_null=True, help_text="Default: the cooling's."
-    )
-    tariff_per_kwh = non_negative_float(default=0.0)
-    grid_carbon_g_per_kwh = non_negative_float(default=0.0)
+    pue = bounded_float("pue", required=False, allow_null=True, help_text="Default: the cooling's.")
+    tariff_per_kwh = bounded_float("tariff_per_kwh", default=0.0)
+    grid_carbon_g_per_kwh = bounded_float("grid_carbon_g_per_kwh", default=0.0)
     currency = serializers.RegexField(r"^[A-Z]{3}$", default="USD")
 
 
@@ -147,9 +128,9 @@ class ExplicitSiteSerializer(serializers.Serializer):
                 "properties": {
                     "name": {"type": "string"},
                     "cooling_type": {"type": "string", "enum": list(COOLING_TYPES)},
-                    "pue": {"type": "number", "minimum": 1},
-                    "tariff_per_kwh": {"type": "number", "minimum": 0},
-                    "grid_carbon_g_per_kwh": {"type": "number", "minimum": 0},
+                    "pue": _number_schema("pue"),
+                    "tariff_per_kwh": _number_schema("tariff_per_kwh"),
+                    "grid_carbon_g_per_kwh": _number_schema("grid_carbon_g_per_kwh"),
                     "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
                 },
             },
@@ -201,30 +182,32 @@ class OptionsSpecSerializer(serializers.Serializer):
         child=CatalogKeyField(), required=False, max_length=MAX_CHOICES, help_text="New cards."
     )
     cards = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=DEFAULT_MAX_CARDS),
+        child=bounded_int("cards"),
         required=False,
         allow_empty=False,
         max_length=MAX_LIST_ITEMS,
     )
     deadline_days = serializers.ListField(
-        child=positive_float(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
+        child=bounded_float("deadline_days"),
+        required=False,
+        allow_empty=False,
+        max_length=MAX_LIST_ITEMS,
     )
     sites = serializers.ListField(child=SiteEntryField(), required=False, max_length=MAX_CHOICES)
     pools = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=bounded_int("object_id"),
         required=False,
         max_length=MAX_CHOICES,
         help_text="Existing pools, evaluated at their own size with their cluster's terms.",
     )
     cost_basis = serializers.ChoiceField(choices=["rental", "purchase"], default="rental")
-    capital_cost_per_card = non_negative_float(required=False, allow_null=True)
-    amortization_years = positive_float(required=False, allow_null=True)
-    yearly_opex_per_card = non_negative_float(required=False, allow_null=True)
-    card_granularity = serializers.IntegerField(min_value=1, default=1)
-    cards_per_node = serializers.IntegerField(min_value=1, max_value=64, required=False)
-    history_days = serializers.IntegerField(
-        min_value=0,
-        max_value=3650,
+    capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
+    amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
+    yearly_opex_per_card = bounded_float("money", required=False, allow_null=True)
+    card_granularity = bounded_int("card_granularity", default=1)
+    cards_per_node = bounded_int("cards_per_node", required=False)
+    history_days = bounded_int(
+        "history_days",
         required=False,
         help_text="Existing pools use accounting's measured utilization, effective time and "
         "MFU over this many days before the plan is computed (default 90; 0: modeled only).",
@@ -250,30 +233,28 @@ class OverridesSerializer(serializers.Serializer):
     """Entered for every option; they win over catalog and inventory figures."""
 
     mfu = share_float(required=False, allow_null=True)
-    achieved_tflops_per_card = positive_float(required=False, allow_null=True)
+    achieved_tflops_per_card = bounded_float(
+        "achieved_tflops_per_card", required=False, allow_null=True
+    )
     scaling = share_float(required=False, allow_null=True)
     effective_time = share_float(required=False, allow_null=True)
     utilization = share_float(required=False, allow_null=True)
-    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
-    mtbf_card_hours = positive_float(required=False, allow_null=True)
-    checkpoint_save_hours = non_negative_float(required=False, allow_null=True)
-    restart_hours = non_negative_float(required=False, allow_null=True)
-    checkpoint_interval_hours = positive_float(required=False, allow_null=True)
+    pue = bounded_float("pue", required=False, allow_null=True)
+    mtbf_card_hours = bounded_float("mtbf_card_hours", required=False, allow_null=True)
+    checkpoint_save_hours = bounded_float("checkpoint_hours", required=False, allow_null=True)
+    restart_hours = bounded_float("checkpoint_hours", required=False, allow_null=True)
+    checkpoint_interval_hours = bounded_float(
+        "checkpoint_interval_hours", required=False, allow_null=True
+    )
     # Plain text, not a choice field: the schema already names this choice set interval_rule.
     checkpoint_interval_rule = serializers.CharField(
         required=False, allow_null=True, help_text=f"One of {', '.join(INTERVAL_RULES)}."
     )
-    comm_overlap_share = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
+    comm_overlap_share = bounded_float("share_or_zero", required=False, allow_null=True)
     busy_load_share = share_float(required=False, allow_null=True)
-    idle_power_share = serializers.FloatField(
-        min_value=0, max_value=1, required=False, allow_null=True
-    )
-    node_overhead_w = non_negative_float(required=False, allow_null=True)
-    max_cards = serializers.IntegerField(
-        min_value=1, max_value=10 * DEFAULT_MAX_CARDS, required=False, allow_null=True
-    )
+    idle_power_share = bounded_float("share_or_zero", required=False, allow_null=True)
+    node_overhead_w = bounded_float("power_w", required=False, allow_null=True)
+    max_cards = bounded_int("cards", required=False, allow_null=True)
 
     def validate_checkpoint_interval_rule(self, value):
         if value is not None and value not in INTERVAL_RULES:
@@ -297,10 +278,10 @@ class LeverSerializer(serializers.Serializer):
     """An improvement and its one-off cost (docs/capacity-planning.md §9)."""
 
     name = serializers.ChoiceField(choices=list(LEVER_NEEDS))
-    one_off_cost = non_negative_float()
-    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
-    checkpoint_save_hours = non_negative_float(required=False, allow_null=True)
-    restart_hours = non_negative_float(required=False, allow_null=True)
+    one_off_cost = bounded_float("money")
+    pue = bounded_float("pue", required=False, allow_null=True)
+    checkpoint_save_hours = bounded_float("checkpoint_hours", required=False, allow_null=True)
+    restart_hours = bounded_float("checkpoint_hours", required=False, allow_null=True)
     mfu = share_float(required=False, allow_null=True)
     utilization = share_float(required=False, allow_null=True)
 
@@ -337,6 +318,8 @@ class PlanCompareQuerySerializer(serializers.Serializer):
         if not parts or not all(part.isdecimal() for part in parts):
             raise serializers.ValidationError("Give plan ids separated by commas, e.g. 1,2.")
         ids = _unique([int(part) for part in parts])
+        if any(range_error("object_id", plan_id) for plan_id in ids):
+            raise serializers.ValidationError(range_error("object_id", max(ids)))
         if len(ids) > 10:
             raise serializers.ValidationError("Compare at most 10 plans.")
         return ids
@@ -408,9 +391,9 @@ class PlanSerializer(PlanListSerializer):
 class TrainingEstimateInputSerializer(serializers.Serializer):
     """One option: a model on a card model from the catalog (docs/capacity-planning.md §10)."""
 
-    model_params = positive_float(help_text="Parameters N.")
-    tokens = positive_float(required=False, allow_null=True)
-    total_flops = positive_float(required=False, allow_null=True)
+    model_params = bounded_float("model_params", help_text="Parameters N.")
+    tokens = bounded_float("tokens", required=False, allow_null=True)
+    total_flops = bounded_float("total_flops", required=False, allow_null=True)
     flops_per_param_token = serializers.ChoiceField(
         choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
     )
@@ -418,28 +401,31 @@ class TrainingEstimateInputSerializer(serializers.Serializer):
     accelerator = AcceleratorField(
         queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
     )
-    cards = serializers.IntegerField(
-        min_value=1, max_value=DEFAULT_MAX_CARDS, required=False, allow_null=True
-    )
-    deadline_days = positive_float(required=False, allow_null=True)
+    cards = bounded_int("cards", required=False, allow_null=True)
+    deadline_days = bounded_float("deadline_days", required=False, allow_null=True)
     mfu = share_float(required=False, allow_null=True)
-    achieved_tflops_per_card = positive_float(required=False, allow_null=True)
+    achieved_tflops_per_card = bounded_float(
+        "achieved_tflops_per_card", required=False, allow_null=True
+    )
     scaling = share_float(required=False, allow_null=True, help_text="Default 1.")
     effective_time = share_float(required=False, allow_null=True, help_text="Default 1.")
     utilization = share_float(required=False, allow_null=True, help_text="Default 1.")
-    pue = serializers.FloatField(min_value=1.0, required=False, allow_null=True)
+    pue = bounded_float("pue", required=False, allow_null=True)
     cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
-    tariff_per_kwh = non_negative_float(required=False, allow_null=True)
-    grid_carbon_g_per_kwh = non_negative_float(required=False, allow_null=True)
-    price_per_card_hour = non_negative_float(
-        required=False, allow_null=True, help_text="Default: the catalog's rental price."
+    tariff_per_kwh = bounded_float("tariff_per_kwh", required=False, allow_null=True)
+    grid_carbon_g_per_kwh = bounded_float("grid_carbon_g_per_kwh", required=False, allow_null=True)
+    price_per_card_hour = bounded_float(
+        "price_per_card_hour",
+        required=False,
+        allow_null=True,
+        help_text="Default: the catalog's rental price.",
     )
-    capital_cost_per_card = non_negative_float(required=False, allow_null=True)
-    amortization_years = positive_float(required=False, allow_null=True)
+    capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
+    amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
-    dp_degree = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    seq_len = serializers.IntegerField(min_value=1, required=False)
-    global_batch_sequences = serializers.IntegerField(min_value=1, required=False)
+    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
+    seq_len = bounded_int("seq_len", required=False)
+    global_batch_sequences = bounded_int("global_batch_sequences", required=False)
 
     def validate(self, attrs):
         if attrs.get("tokens") is None and attrs.get("total_flops") is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.bounds import WithinDates, bounded_float, bounded_int
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
 from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
@@ -45,17 +46,17 @@ class AnalysisRowSerializer(serializers.Serializer):
 
 class AnalysisCreateSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=Scope.choices)
-    object_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    period_start = serializers.DateTimeField(required=False)
-    period_end = serializers.DateTimeField(required=False)
+    object_id = bounded_int("object_id", required=False, allow_null=True)
+    period_start = serializers.DateTimeField(required=False, validators=[WithinDates()])
+    period_end = serializers.DateTimeField(required=False, validators=[WithinDates()])
 
 
 class EffectiveTimeInputSerializer(serializers.Serializer):
-    cards = serializers.IntegerField(min_value=1)
-    mtbf_card_hours = serializers.FloatField(required=False, min_value=0.001)
-    checkpoint_save_minutes = serializers.FloatField(required=False, min_value=0)
-    restart_minutes = serializers.FloatField(required=False, min_value=0)
-    checkpoint_interval_minutes = serializers.FloatField(required=False, min_value=0.001)
+    cards = bounded_int("cards")
+    mtbf_card_hours = bounded_float("mtbf_card_hours", required=False)
+    checkpoint_save_minutes = bounded_float("checkpoint_minutes", required=False)
+    restart_minutes = bounded_float("checkpoint_minutes", required=False)
+    checkpoint_interval_minutes = bounded_float("checkpoint_interval_minutes", required=False)
     cooling = serializers.ChoiceField(choices=COOLING_TYPES, required=False)
     interval_rule = serializers.ChoiceField(choices=INTERVAL_RULES, default="young")
 
@@ -75,14 +76,14 @@ class EffectiveTimeOutputSerializer(serializers.Serializer):
 
 class PoolMemberSerializer(serializers.Serializer):
     accelerator = AcceleratorField(queryset=AcceleratorModel.objects.all())
-    cards = serializers.IntegerField(min_value=1)
-    mfu = serializers.FloatField(required=False, min_value=0.0001, max_value=1.0)
+    cards = bounded_int("cards")
+    mfu = bounded_float("share", required=False)
 
 
 class PoolEstimateInputSerializer(serializers.Serializer):
     members = PoolMemberSerializer(many=True, allow_empty=False)
-    mixing_penalty = serializers.FloatField(required=False, min_value=0.001, max_value=1.0)
-    global_batch_microbatches = serializers.IntegerField(required=False, min_value=1)
+    mixing_penalty = bounded_float("mixing_penalty", required=False)
+    global_batch_microbatches = bounded_int("microbatches", required=False)
 
 
 class StrategyOutputSerializer(serializers.Serializer):
@@ -102,11 +103,11 @@ class PoolEstimateOutputSerializer(serializers.Serializer):
 
 
 def _share_field(**kwargs) -> serializers.FloatField:
-    return serializers.FloatField(required=False, min_value=0.000001, max_value=1.0, **kwargs)
+    return bounded_float("share", required=False, **kwargs)
 
 
 class UtilizationInputSerializer(serializers.Serializer):
-    pue = serializers.FloatField(required=False, min_value=1.0)
+    pue = bounded_float("pue", required=False)
     energy = _share_field(help_text="1/PUE; give this or pue.")
     mfu = _share_field()
     scaling = _share_field()
@@ -117,7 +118,7 @@ class UtilizationInputSerializer(serializers.Serializer):
         required=False,
         help_text="Catalog name or id; with cards, models the factors left out.",
     )
-    cards = serializers.IntegerField(required=False, min_value=1)
+    cards = bounded_int("cards", required=False)
     cooling = serializers.ChoiceField(choices=COOLING_TYPES, required=False)
 
     def validate(self, attrs):

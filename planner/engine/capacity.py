@@ -41,6 +41,14 @@ from planner.engine.factors import (
     energy_arrays,
     vendor_codes,
 )
+from planner.engine.limits import (
+    ESTIMATE_LIMITS,
+    SHAPE_LIMITS,
+    WORKLOAD_LIMITS,
+    EngineInputError,
+    check_grid,
+    range_error,
+)
 from planner.engine.memory import (
     ACTIVATION_RECOMPUTE_MODES,
     DEFAULT_USABLE_MEMORY_SHARE,
@@ -63,12 +71,8 @@ Precision = Literal["bf16", "fp8"]
 K_ERROR = "must be 6, or 8 with full activation recomputation"
 
 
-class PlannerInputError(ValueError):
+class PlannerInputError(EngineInputError):
     """Invalid planner input; `errors` maps each offending field to a message."""
-
-    def __init__(self, errors: Mapping[str, str]) -> None:
-        self.errors: dict[str, str] = dict(errors)
-        super().__init__("; ".join(f"{key}: {msg}" for key, msg in self.errors.items()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,8 +255,20 @@ class TrainingWorkload:
             errors["recompute"] = f"must be one of {ACTIVATION_RECOMPUTE_MODES}"
         if not 0 < self.usable_memory_share <= 1:
             errors["usable_memory_share"] = "must be in (0, 1]"
+        errors = {**self._range_errors(), **errors}
         if errors:
             raise PlannerInputError(errors)
+
+    def _range_errors(self) -> dict[str, str]:
+        """Sizes outside their documented range (they drive the split grid and the arrays)."""
+        errors = {}
+        for attribute, name in WORKLOAD_LIMITS.items():
+            if message := range_error(name, getattr(self, attribute)):
+                errors[attribute] = message
+        for attribute, name in SHAPE_LIMITS.items():
+            if self.shape and (message := range_error(name, getattr(self.shape, attribute))):
+                errors[name] = message
+        return errors
 
     @property
     def flops(self) -> float:
@@ -618,6 +634,7 @@ def _best_split_per_option(
     positions = np.flatnonzero(evaluable)
     shape = workload.model_shape
     cells_per_option = int(frame["cards_per_node"].max()) * shape.layers
+    check_grid("layers" if workload.shape else "model_params", cells_per_option)
     chunk = max(1, MAX_GRID_CELLS_PER_CHUNK // max(cells_per_option, 1))
     picked: list[pd.DataFrame] = []
     for start in range(0, positions.size, chunk):  # chunks of options, not one per option
@@ -1117,6 +1134,9 @@ def _scalar_inputs(
             errors[key] = "must be >= 0"
     if option.get("capital_cost_per_card") is not None and option.get("amortization_years") is None:
         errors["amortization_years"] = "required with capital_cost_per_card"
+    for key, name in ESTIMATE_LIMITS.items():
+        if key not in errors and (message := range_error(name, payload.get(key))):
+            errors[key] = message
     if errors:
         raise PlannerInputError(errors)
 
@@ -1152,7 +1172,7 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
     workload, option = _scalar_inputs(payload)
     try:
         plan = plan_capacity(workload, pd.DataFrame([option]))
-    except PlannerInputError as exc:  # translate option columns back to payload fields
+    except EngineInputError as exc:  # translate option columns back to payload fields
         to_field = {column: key for key, column in _SCALAR_OPTION_FIELDS.items()}
         to_field.update({column: f"accelerator.{column}" for column in _ACCELERATOR_FIELDS})
         raise PlannerInputError(

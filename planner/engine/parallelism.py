@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from planner.engine.limits import check_grid
+
 
 @dataclass(frozen=True)
 class FixedParallelism:
@@ -58,6 +60,10 @@ def enumerate_splits(
     n = np.atleast_1d(np.asarray(cards, dtype=np.int64))
     per_node = np.broadcast_to(np.asarray(cards_per_node, dtype=np.int64), n.shape)
     max_tp = int(per_node.max(initial=1))
+    # Size the (entry × TP × PP) grid before allocating any part of it.
+    tp_count = 1 if fixed.tp is not None else max_tp
+    check_grid("cards_per_node", tp_count)
+    check_grid("layers", n.size * tp_count * (1 if fixed.pp is not None else layers))
     tp_candidates = (
         np.array([fixed.tp], dtype=np.int64)
         if fixed.tp is not None
