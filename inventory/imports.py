@@ -33,6 +33,7 @@ from django.db import IntegrityError, models, transaction
 
 from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
 from inventory.forms import FIELD_LABELS
+from inventory.import_readers import check_text, check_text_shape, read_first_sheet
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 MAX_ROWS = 5000
@@ -266,6 +267,7 @@ def parse_text(text: str) -> ParsedTable:
     if not text.strip():
         raise ImportFileError("Paste a header row and at least one row.")
     try:
+        check_text_shape(text.strip("\n"), _delimiter_of(text))
         raw = pd.read_csv(
             io.StringIO(text.strip("\n")),
             sep=_delimiter_of(text),
@@ -274,7 +276,7 @@ def parse_text(text: str) -> ParsedTable:
             skipinitialspace=True,
             skip_blank_lines=False,  # keep row numbers equal to the file's lines
         )
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error, ValueError) as exc:
         raise ImportFileError(f"Could not read the rows: {exc}") from exc
     return _table_from_frame(raw)
 
@@ -299,12 +301,16 @@ def parse_upload(uploaded) -> ParsedTable:
         except UnsafeArchive as exc:
             raise ImportFileError(f"Could not read the XLSX file: {exc}.") from exc
         try:
-            raw = pd.read_excel(io.BytesIO(content), sheet_name=0, dtype=str, engine="openpyxl")
+            raw = read_first_sheet(content)  # streamed; the sheet's size checked first
         except (zipfile.BadZipFile, ValueError, KeyError, OSError, SyntaxError, TypeError) as exc:
             # SyntaxError: ElementTree's ParseError for broken XML inside the archive.
             raise ImportFileError(f"Could not read the XLSX file: {exc}") from exc
         return _table_from_frame(raw)
     if name.endswith((".csv", ".tsv", ".txt")):
+        try:
+            check_text(content)
+        except ValueError as exc:
+            raise ImportFileError(str(exc)) from exc
         return parse_text(_decode(content))
     raise ImportFileError("Upload a .csv or .xlsx file.")
 

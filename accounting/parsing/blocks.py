@@ -18,6 +18,8 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from accounting.parsing.bounded import BoundedStream, current_limits, cut_block
+
 NEWLINE = 10
 CARRIAGE_RETURN = 13
 DEFAULT_READ_SIZE = 4 * 2**20
@@ -79,18 +81,21 @@ class RecordBlock:
 
 @contextlib.contextmanager
 def open_source(source: UsageSource) -> Iterator[tuple[IO[Any], int | None]]:
-    """Yield a readable stream and its size in bytes when known; close only what we opened."""
+    """Yield a readable stream and its size in bytes when known; close only what we opened.
+
+    The stream enforces the reader limits (:mod:`accounting.parsing.bounded`) as it is read.
+    """
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
         with open(path, "rb") as stream:
-            yield stream, os.path.getsize(path)
+            yield BoundedStream(stream), os.path.getsize(path)
         return
     total: int | None = None
     with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
         position = source.tell()
         total = source.seek(0, os.SEEK_END) - position
         source.seek(position)
-    yield source, total
+    yield source if isinstance(source, BoundedStream) else BoundedStream(source), total
 
 
 def iter_record_blocks(
@@ -104,10 +109,12 @@ def iter_record_blocks(
     """Split ``stream`` into blocks of up to ``records_per_block`` whole records.
 
     With ``quotechar`` set, delimiters and newlines inside quoted fields do not count
-    (RFC 4180 doubled quotes keep the parity right). Memory stays O(block size).
+    (RFC 4180 doubled quotes keep the parity right). Memory stays O(block size): a block
+    also stops at the reader limits' ``max_block_bytes``.
     """
     if records_per_block < 1:
         raise ValueError("records_per_block must be at least 1")
+    limits = current_limits()
     delimiter_byte = ord(delimiter.encode())
     quote_byte = ord(quotechar.encode()) if quotechar else None
     pending = bytearray()
@@ -117,7 +124,11 @@ def iter_record_blocks(
     lines_read = 0
     eof = False
     while not eof or pending:
-        while not eof and pending_newlines < records_per_block:
+        while (
+            not eof
+            and pending_newlines < records_per_block
+            and len(pending) < limits.max_block_bytes
+        ):
             piece = stream.read(read_size)
             if isinstance(piece, str):
                 piece = piece.encode("utf-8")
@@ -141,8 +152,10 @@ def iter_record_blocks(
         else:
             outside_quotes = None
             record_ends = np.flatnonzero(is_newline)
+        all_ends = len(record_ends)
+        record_ends = cut_block(record_ends, len(data), lines_read + 1, limits)
         unterminated_quote = False
-        if not eof:
+        if not eof or len(record_ends) < all_ends:
             record_ends = record_ends[:records_per_block]
             if len(record_ends) == 0:
                 # So far only the inside of one long quoted field: read more before cutting.

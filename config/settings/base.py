@@ -165,6 +165,12 @@ MEDIA_URL = "/media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
 FILE_UPLOAD_MAX_MEMORY_SIZE = int(2.5 * 2**20)
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+# Usage files (docs/deployment.md, "Reader and worker limits"): the upload limit of the page
+# and the API, then what every text reader enforces while it streams, so a worker's memory
+# follows the block size, never the file (one line; one parser block of lines).
+FLEETWISE_USAGE_UPLOAD_MAX_BYTES = env.int("FLEETWISE_USAGE_UPLOAD_MAX_BYTES", default=2**30)
+FLEETWISE_READER_MAX_LINE_BYTES = env.int("FLEETWISE_READER_MAX_LINE_BYTES", default=16 * 2**20)
+FLEETWISE_READER_MAX_BLOCK_BYTES = env.int("FLEETWISE_READER_MAX_BLOCK_BYTES", default=32 * 2**20)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

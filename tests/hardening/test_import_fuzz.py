@@ -185,8 +185,8 @@ def test_usage_upload_of_a_zip_bomb_is_refused_at_once(client_for, planner, demo
 @pytest.mark.parametrize(
     ("kind", "content"),
     [
-        ("sacct", bytes(range(256)) * 40),
-        ("sreport", "Cluster|TRES Name|Allocated\nalpha|gres/gpu|NaN\n".encode("utf-16")),
+        ("sacct", b"JobID|Start\n1|" + "é|±|\x7f|\\|".encode() * 400),
+        ("sreport", b"Cluster|TRES Name|Allocated\nalpha|gres/gpu|NaN\n"),
         ("csv", b"\xef\xbb\xbfcluster,job_id,cards\n" + b"a,b,1e999\n" * 5),
         ("xlsx", xlsx_bytes([["cluster", "job_id", "cards"], ["train-hetero", "1", "=1/0"]])),
     ],
