@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from inventory.currency import ExchangeRate
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from inventory.selectors import pool_totals, pools_with_node_groups
 
@@ -81,3 +82,10 @@ class NodeGroupAdmin(admin.ModelAdmin):
     list_filter = ["accelerator", "pool__cluster"]
     list_select_related = ["pool", "accelerator"]
     autocomplete_fields = ["accelerator"]
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(admin.ModelAdmin):
+    list_display = ["from_currency", "to_currency", "rate", "valid_on", "source"]
+    list_filter = ["from_currency", "to_currency"]
+    date_hierarchy = "valid_on"

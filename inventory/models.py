@@ -11,6 +11,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
+from inventory.currency import ExchangeRate, validate_currency  # noqa: F401 (a model)
+
 # PUE at or above this is so unusual that the user must confirm it.
 PUE_CONFIRMATION_THRESHOLD = 3.0
 
@@ -139,7 +141,9 @@ class Site(AssumptionsMixin, VersionedModel):
     tariff_per_kwh = models.FloatField(
         "electricity tariff per kWh", default=0.0, validators=[non_negative]
     )
-    currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code.")
+    currency = models.CharField(
+        max_length=3, default="USD", validators=[validate_currency], help_text="ISO 4217 code."
+    )
     grid_carbon_g_per_kwh = models.FloatField(
         "grid carbon intensity (gCO₂/kWh)", default=0.0, validators=[non_negative]
     )
@@ -184,8 +188,10 @@ class Site(AssumptionsMixin, VersionedModel):
         start, end = self.metered_period_start, self.metered_period_end
         if start and end and end < start:
             errors["metered_period_end"] = "The metered period must end after it starts."
-        if self.currency and (len(self.currency) != 3 or not self.currency.isalpha()):
-            errors["currency"] = "Use a three-letter ISO 4217 code such as USD, EUR or CNY."
+        try:
+            validate_currency(self.currency or "")
+        except ValidationError as exc:
+            errors["currency"] = exc.messages[0]
         if errors:
             raise ValidationError(errors)
 
@@ -237,7 +243,9 @@ class AcceleratorModel(VersionedModel):
         "list price per card", null=True, blank=True, validators=[non_negative]
     )
     rental_price_per_card_hour = models.FloatField(null=True, blank=True, validators=[non_negative])
-    currency = models.CharField(max_length=3, default="USD")
+    currency = models.CharField(
+        max_length=3, default="USD", validators=[validate_currency], help_text="ISO 4217 code."
+    )
     confidence = models.CharField(
         max_length=20, choices=Confidence.choices, default=Confidence.USER
     )
@@ -250,6 +258,10 @@ class AcceleratorModel(VersionedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        self.currency = (self.currency or "").upper()
+        super().save(*args, **kwargs)
 
 
 class Cluster(AssumptionsMixin, VersionedModel):

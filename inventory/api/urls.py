@@ -1,6 +1,6 @@
 from rest_framework.routers import DefaultRouter
 
-from inventory.api import views
+from inventory.api import rates, views
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet)
@@ -8,5 +8,6 @@ router.register("accelerator-models", views.AcceleratorModelViewSet)
 router.register("clusters", views.ClusterViewSet)
 router.register("pools", views.PoolViewSet)
 router.register("node-groups", views.NodeGroupViewSet)
+router.register("exchange-rates", rates.ExchangeRateViewSet)
 
 urlpatterns = router.urls

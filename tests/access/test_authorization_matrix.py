@@ -149,6 +149,7 @@ MATRIX: dict[str, Entry] = {
     **inventory_api("nodegroup"),
     "acceleratormodel-list": Entry(None, (get(API), post(api_write(400)))),
     "acceleratormodel-detail": Entry(pk("accelerator"), (get(API), patch(api_write(200)))),
+    "exchangerate-list": Entry(None, (get(API), post(api_admin_write(400)))),
     "pool-recompute-totals": Entry(pk("pool"), (get(API_NO_GET), post(api_write(202)))),
     "api-root": Entry(None, (get(API),)),
     # -- API: planner ----------------------------------------------------------------------

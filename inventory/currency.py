@@ -1,0 +1,100 @@
+"""Currency codes (ISO 4217, from the `iso4217` package) and dated exchange rates.
+
+Money in different currencies is never added, ranked or compared; a reporting currency
+converts only with a rate an administrator entered, and every converted figure says which
+(`Conversion.note`, e.g. "converted at EUR→USD 1.08 of 2026-11-01").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from iso4217 import Currency
+
+ISO_4217_CODES: frozenset[str] = frozenset(currency.code for currency in Currency)
+
+
+def validate_currency(value: str) -> None:
+    """A model-field validator: an ISO 4217 code (the models store it upper case)."""
+    if not isinstance(value, str) or value.upper() not in ISO_4217_CODES:
+        raise ValidationError(
+            "“%(value)s” is not an ISO 4217 currency code (e.g. USD, EUR, CNY).",
+            code="invalid_currency",
+            params={"value": value},
+        )
+
+
+class ExchangeRate(models.Model):
+    """1 ``from_currency`` = ``rate`` ``to_currency``, from ``valid_on`` until a newer rate."""
+
+    from_currency = models.CharField(max_length=3, validators=[validate_currency])
+    to_currency = models.CharField(max_length=3, validators=[validate_currency])
+    rate = models.FloatField(validators=[MinValueValidator(1e-9)])
+    valid_on = models.DateField(help_text="The rate applies from this day until a newer one.")
+    source = models.CharField(max_length=200, blank=True, help_text="Where the rate comes from.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "inventory"
+        ordering = ["from_currency", "to_currency", "-valid_on"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["from_currency", "to_currency", "valid_on"], name="one_rate_per_day"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_currency}→{self.to_currency} {self.rate:g} of {self.valid_on}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.from_currency = (self.from_currency or "").upper()
+        self.to_currency = (self.to_currency or "").upper()
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        if self.from_currency and self.from_currency.upper() == (self.to_currency or "").upper():
+            raise ValidationError({"to_currency": "Convert between two different currencies."})
+
+
+@dataclass(frozen=True)
+class Conversion:
+    from_currency: str
+    to_currency: str
+    rate: float
+    valid_on: dt.date
+
+    @property
+    def note(self) -> str:
+        return (
+            f"converted at {self.from_currency}→{self.to_currency} {self.rate:g} "
+            f"of {self.valid_on:%Y-%m-%d}"
+        )
+
+
+def conversions(
+    currencies: Iterable[str], target: str, on: dt.date
+) -> dict[str, Conversion | None]:
+    """The newest rate on or before ``on`` from each currency to ``target`` (None: no rate).
+
+    A rate entered the other way round (target → currency) is used inverted.
+    """
+    wanted = {code for code in currencies if code and code != target}
+    found: dict[str, Conversion | None] = dict.fromkeys(wanted)
+    rates = ExchangeRate.objects.filter(valid_on__lte=on).filter(
+        models.Q(from_currency__in=wanted, to_currency=target)
+        | models.Q(from_currency=target, to_currency__in=wanted)
+    )
+    for rate in rates.order_by("valid_on"):  # newer rows overwrite older ones
+        direct = rate.to_currency == target
+        code = rate.from_currency if direct else rate.to_currency
+        previous = found[code]
+        if previous is None or previous.valid_on <= rate.valid_on:
+            found[code] = Conversion(
+                code, target, rate.rate if direct else 1.0 / rate.rate, rate.valid_on
+            )
+    return found
