@@ -62,6 +62,7 @@ from accounting.parsing import (
     iter_xlsx_chunks,
     normalize_gres_type,
 )
+from accounting.parsing.aliases import fit_aliases_to_cluster
 from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
 from accounting.parsing.layouts import LayoutError, layout_options
 from accounting.parsing.tabular import DEFAULT_MAX_XLSX_INFLATED_BYTES
@@ -201,9 +202,12 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
     ).values_list("pool_id", "accelerator_id", "accelerator__name"):
         holders.setdefault(accelerator_id, set()).add(pool_id)
         models_in_cluster.add(name)
+    user_keys = {
+        normalize_gres_type(key) for key in GresAlias.objects.values_list("gres_type", flat=True)
+    }
     return ClusterContext(
         cluster=cluster,
-        aliases=gres_aliases(),
+        aliases=fit_aliases_to_cluster(gres_aliases(), models_in_cluster, keep=user_keys),
         partition_models=partition_models,
         # Untyped gres/gpu=N in a one-model cluster can only be that model.
         default_model=next(iter(models_in_cluster)) if len(models_in_cluster) == 1 else None,

@@ -71,6 +71,11 @@ DEFAULT_GRES_ALIASES: dict[str, str] = {
     "ascend910b": "Ascend 910B",
     "ascend_910b": "Ascend 910B",
     "npu_910b": "Ascend 910B",
+    "ascend910b2": "Ascend 910B",
+    "ascend910b3": "Ascend 910B",
+    "ascend910b4": "Ascend 910B",
+    "ascend_910b2": "Ascend 910B",
+    "ascend_910b3": "Ascend 910B",
     # Intel
     "gaudi2": "Gaudi 2",
     "hl225": "Gaudi 2",
@@ -149,3 +154,37 @@ def resolve_gres_types(names: Iterable[str], aliases: Mapping[str, str]) -> pd.D
         }
     )
     return frame.set_index("gres_type")
+
+
+def card_family(model: str) -> str:
+    """``A100 SXM4 80GB`` -> ``a100``; ``Ascend 910B`` -> ``ascend 910b`` (a card's variants)."""
+    words = model.lower().split()
+    return " ".join(words[:2]) if words and words[0].isalpha() else (words[0] if words else "")
+
+
+def fit_aliases_to_cluster(
+    table: Mapping[str, str], cluster_models: Iterable[str], keep: Iterable[str] = ()
+) -> dict[str, str]:
+    """The alias table for one cluster: a name resolves against the cluster's own cards first.
+
+    ``a100`` (catalog default A100 SXM4 40GB) on a cluster whose only A100 is the 80GB one
+    means that one. When the cluster has several variants of the family, or none, the name
+    is left out (unknown: the import warns and asks for an alias) rather than guessed; so is
+    a specific name (``a100_40g``) whose card the cluster does not have.
+    ``keep`` are keys the user set explicitly; they are never changed. An empty inventory
+    leaves the table as it is.
+    """
+    models = set(cluster_models)
+    if not models:
+        return dict(table)
+    explicit = set(keep)
+    fitted: dict[str, str] = {}
+    for key, model in table.items():
+        variants = [m for m in models if card_family(m) == card_family(model)]
+        # A bare family name (``a100``) says no variant: with two in the cluster, don't guess.
+        generic = key == normalize_gres_type(card_family(model))
+        if key in explicit or (model in models and not (generic and len(variants) > 1)):
+            fitted[key] = model
+        elif generic and len(variants) == 1:
+            fitted[key] = variants[0]
+    return fitted

@@ -18,7 +18,7 @@ from accounting.models import (
     UsageRecord,
 )
 from accounting.parsing import UsageValidationError
-from inventory.models import AcceleratorModel, Pool
+from inventory.models import AcceleratorModel, NodeGroup, Pool
 from tests.accounting.conftest import (
     CSV_TEXT,
     H100_8,
@@ -149,6 +149,14 @@ def test_partition_mappings_place_records_in_pools(alpha, import_text):
 
 
 def test_mig_slices_count_as_their_share_of_a_card(alpha, import_text):
+    # The slices' card must be in the cluster: names resolve against its node groups first.
+    NodeGroup.objects.create(
+        pool=alpha.pools.get(),
+        name="a100-mig",
+        accelerator=AcceleratorModel.objects.get(name="A100 SXM4 80GB"),
+        node_count=1,
+        cards_per_node=8,
+    )
     mig = "cpu=8,gres/gpu:a100_3g.40gb=1,gres/gpu=1,node=1"
     lines = [
         "3001_4|3010|alpha|mig|team-b|bob|2024-03-01T09:00:00|2024-03-01T10:00:00|"
@@ -226,3 +234,38 @@ def test_a_csv_must_name_the_cluster_it_is_imported_into(alpha, import_text):
         "line 3, column cluster: 'beta' is not the cluster being imported into ('alpha')"
     ]
     assert UsageRecord.objects.count() == 0
+
+
+def test_gres_names_resolve_against_the_clusters_cards_first(alpha, import_text):
+    """``a100`` means the A100 this cluster has; with two variants or none it is not guessed."""
+    pool = alpha.pools.get()
+    a100_80 = NodeGroup.objects.create(
+        pool=pool,
+        name="a100-80",
+        accelerator=AcceleratorModel.objects.get(name="A100 SXM4 80GB"),
+        node_count=1,
+        cards_per_node=8,
+    )
+    line = (
+        "4001|4001|alpha|a100|team-a|ann|2024-03-01T09:00:00|2024-03-01T10:00:00|"
+        "2024-03-01T12:00:00|02:00:00|COMPLETED|1|cpu=8,gres/gpu:a100=8,gres/gpu=8,node=1|g1|"
+    )
+    import_text(alpha, sacct_text([line]))
+    record = UsageRecord.objects.select_related("accelerator").get()
+    assert record.accelerator.name == "A100 SXM4 80GB" and record.card_hours == 16.0
+    NodeGroup.objects.create(
+        pool=pool,
+        name="a100-40",
+        accelerator=AcceleratorModel.objects.get(name="A100 SXM4 40GB"),
+        node_count=1,
+        cards_per_node=8,
+    )
+    _, counts = import_text(alpha, sacct_text([line.replace("4001|4001", "4002|4002")]))
+    assert UsageRecord.objects.get(job_id="4002").accelerator is None
+    assert any("a100" in warning for warning in counts.warnings)
+    a100_80.delete()
+    GresAlias.objects.create(
+        gres_type="a100", accelerator=AcceleratorModel.objects.get(name="A100 SXM4 40GB")
+    )
+    import_text(alpha, sacct_text([line.replace("4001|4001", "4003|4003")]))
+    assert UsageRecord.objects.get(job_id="4003").accelerator.name == "A100 SXM4 40GB"

@@ -49,3 +49,21 @@ def test_every_default_target_is_a_catalog_model():
 
 def test_normalisation():
     assert normalize_gres_type(" NVIDIA_A100-SXM4-80GB ") == "a100_sxm4_80gb"
+
+
+def test_alias_table_fitted_to_the_clusters_cards():
+    from accounting.parsing.aliases import fit_aliases_to_cluster, normalize_aliases
+
+    table = normalize_aliases(DEFAULT_GRES_ALIASES)
+    only_80 = fit_aliases_to_cluster(table, {"A100 SXM4 80GB", "H100 SXM5 80GB"})
+    assert only_80["a100"] == "A100 SXM4 80GB"
+    assert "a100_40g" not in only_80  # a card the cluster does not have: asked, not guessed
+    assert "mi300x" not in only_80  # no AMD card in the cluster: unknown, not guessed
+    both = fit_aliases_to_cluster(table, {"A100 SXM4 40GB", "A100 SXM4 80GB"})
+    assert "a100" not in both  # two variants: the bare name is ambiguous
+    assert both["a100_80g"] == "A100 SXM4 80GB" and both["a100_40g"] == "A100 SXM4 40GB"
+    assert fit_aliases_to_cluster(table, set()) == table
+    kept = fit_aliases_to_cluster({"a100": "A100 SXM4 40GB"}, {"A100 SXM4 80GB"}, keep={"a100"})
+    assert kept == {"a100": "A100 SXM4 40GB"}
+    for autodetected in ("nvidia_a100-sxm4-80gb", "nvidia_h100_80gb_hbm3", "ascend910b3"):
+        assert normalize_gres_type(autodetected) in table
