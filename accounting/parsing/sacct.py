@@ -86,6 +86,8 @@ from accounting.parsing.schema import (
 REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State")
 # GPUs come from the first of these present (AllocGRES / ReqGRES: Slurm before TRES, <= 17).
 GPU_COLUMNS: tuple[str, ...] = ("alloctres", "allocgres", "reqgres")
+# Elapsed and End - Start are printed to the second; allow a minute of clock rounding.
+ELAPSED_TOLERANCE_H = 1 / 60
 # gres/gpuutil is read from the first of these present (sites export one or the other).
 GPUUTIL_COLUMNS: tuple[str, ...] = ("tresusageinave", "tresusageintot")
 DEFAULT_CHUNK_LINES = 50_000
@@ -528,6 +530,19 @@ class _ChunkContext:
             lines,
             "End",
             "a finished job needs End or Elapsed",
+        )
+        # Elapsed excludes suspended time, so it may be shorter than End - Start, never longer.
+        with np.errstate(invalid="ignore"):
+            too_long = (elapsed_h > span_h + ELAPSED_TOLERANCE_H) & (span_h >= 0)
+        issues.add_where(
+            too_long & ~skip & ~elapsed_bad,
+            lines,
+            "Elapsed",
+            lambda rows: [
+                f"Elapsed '{jobs['elapsed'].iloc[r]}' is longer than End - Start "
+                f"({span_h[r]:.2f} h)"
+                for r in rows
+            ],
         )
         duration_h = np.where(elapsed_missing, span_h, elapsed_h)
         if self.as_of is not None:

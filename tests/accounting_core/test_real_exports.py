@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,22 @@ def test_layout_options_are_checked():
     with pytest.raises(LayoutError) as raised:
         layout_options("sreport", columns_preset="xdmod", delimiter=",", time_unit="days")
     assert set(raised.value.errors) == {"columns_preset", "delimiter", "time_unit"}
+
+
+def test_elapsed_longer_than_end_minus_start_is_refused_by_line():
+    text = (
+        "JobID|Account|Start|End|Elapsed|State|AllocTRES\n"
+        "8001|physics|2025-02-01T08:00:00|2025-02-01T10:00:00|99999999-00:00:00|COMPLETED|"
+        "gres/gpu:h100=8,gres/gpu=8\n"
+        "8002|physics|2025-02-01T08:00:00|2025-02-01T10:00:00|01:30:00|COMPLETED|"
+        "gres/gpu:h100=8,gres/gpu=8\n"
+    )
+    with pytest.raises(UsageValidationError) as raised:
+        read_sacct(io.BytesIO(text.encode()), cluster="orion")
+    assert [str(issue) for issue in raised.value.issues] == [
+        "line 2, column Elapsed: Elapsed '99999999-00:00:00' is longer than End - Start (2.00 h)"
+    ]
+    # Shorter than End - Start is suspended time: 8 cards x 1.5 h.
+    good = "\n".join(text.splitlines()[::2]) + "\n"
+    frame = read_sacct(io.BytesIO(good.encode()), cluster="orion")
+    assert frame["card_hours"].tolist() == [12.0]
