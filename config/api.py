@@ -10,6 +10,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access.permissions import RolePermission
+
 
 class TaskStatusView(APIView):
     """State and result of a Celery task, read from the result table the worker writes."""
@@ -41,6 +43,8 @@ class TaskStatusView(APIView):
         )
 
 
+SCHEMA_ROLE = [RolePermission]
+
 urlpatterns = [
     path("", include("inventory.api.urls")),
     path("", include("planner.api.urls")),
@@ -48,7 +52,16 @@ urlpatterns = [
     path("", include("exports.api.urls")),
     path("", include("reports.api.urls")),
     path("tasks/<str:task_id>/", TaskStatusView.as_view(), name="task-status"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The schema maps every endpoint and field: a role (viewer or above) to read it, like the API.
+    path("schema/", SpectacularAPIView.as_view(permission_classes=SCHEMA_ROLE), name="api-schema"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=SCHEMA_ROLE),
+        name="api-docs",
+    ),
+    path(
+        "redoc/",
+        SpectacularRedocView.as_view(url_name="api-schema", permission_classes=SCHEMA_ROLE),
+        name="api-redoc",
+    ),
 ]

@@ -27,6 +27,10 @@ class AnalysisInputError(ValueError):
 SCOPE_MODELS = {Scope.POOL: Pool, Scope.CLUSTER: Cluster, Scope.SITE: Site}
 
 
+class ScopeDeleted(LookupError):
+    """The object an analysis covers was deleted: the run fails with this as its reason."""
+
+
 def scope_label(scope: str, object_id: int | None) -> str:
     if scope == Scope.FLEET:
         return "Whole fleet"
@@ -35,7 +39,13 @@ def scope_label(scope: str, object_id: int | None) -> str:
 
 
 def clusters_in_scope(scope: str, object_id: int | None) -> list[int]:
-    """Cluster ids a run of this scope fans out to (one part per cluster)."""
+    """Cluster ids a run of this scope fans out to (one part per cluster).
+
+    Raises ScopeDeleted when the pool, cluster or site analysed no longer exists: an empty
+    result would read as "nothing ran there", not "it is gone".
+    """
+    if scope != Scope.FLEET and not SCOPE_MODELS[scope].objects.filter(pk=object_id).exists():
+        raise ScopeDeleted(f"The {scope} analysed (id {object_id}) was deleted; nothing to run.")
     clusters = Cluster.objects.order_by("pk")
     if scope == Scope.POOL:
         clusters = clusters.filter(pools__pk=object_id)

@@ -2,6 +2,14 @@
 
 import multiprocessing
 import os
+import sys
+from pathlib import Path
+
+from gunicorn.glogging import Logger
+
+# This file is run by path, not imported: make the project importable for its log redaction.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from config.logredact import REDACTED, SECRET_HEADERS, redact  # noqa: E402
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
@@ -10,3 +18,19 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 accesslog = "-"
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+class RedactingLogger(Logger):
+    """The access log without export-link tokens, token query parameters or credentials."""
+
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        for key, value in atoms.items():
+            if key[1:-2] in SECRET_HEADERS and key.endswith("}i"):
+                atoms[key] = REDACTED
+            elif isinstance(value, str):
+                atoms[key] = redact(value)
+        return atoms
+
+
+logger_class = RedactingLogger

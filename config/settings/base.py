@@ -309,10 +309,31 @@ EXPORT_TOKEN_MAX_DAYS = env.int("FLEETWISE_EXPORT_TOKEN_MAX_DAYS", default=365)
 # Requests per token (a spreadsheet link) before 429; DRF rate syntax.
 EXPORT_TOKEN_RATE = env("FLEETWISE_EXPORT_TOKEN_RATE", default="60/min")
 
+# Request lines name export-link tokens: both request loggers redact them (config/logredact.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"redact_tokens": {"()": "config.logredact.RedactTokensFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
+    },
+    "loggers": {
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO",
+            "filters": ["redact_tokens"],
+            "propagate": False,
+        },
+        "django.request": {"filters": ["redact_tokens"]},
+    },
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from django.db import router, transaction
 from django.db.models import ProtectedError
+from django.db.models.deletion import Collector
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -29,18 +33,59 @@ from inventory.selectors import node_groups_queryset, pools_with_node_groups
 from inventory.tasks import recompute_pool_totals
 
 
+def cascade_counts(obj) -> list[tuple[int, str]]:
+    """(count, plural name) of every other kind of row that deleting `obj` would delete.
+
+    Raises ProtectedError when something still points at it. Big children (usage records)
+    are fast-deleted querysets in the collector: counted in SQL, never loaded.
+    """
+    collector = Collector(using=router.db_for_write(type(obj)))
+    collector.collect([obj])
+    counts: Counter = Counter()
+    for model, instances in collector.data.items():
+        counts[model] += len(instances)
+    for queryset in collector.fast_deletes:
+        counts[queryset.model] += queryset.count()
+    counts.pop(type(obj), None)
+    return [
+        (n, str(model._meta.verbose_name if n == 1 else model._meta.verbose_name_plural))
+        for model, n in sorted(counts.items(), key=lambda item: -item[1])
+        if n
+    ]
+
+
 class ProtectedDeleteMixin:
-    """Refuse to delete an object others still point to, with a 409 that says why."""
+    """Refuse to delete an object others still point to, with a 409 that says why; and
+    delete what goes with it only when the client confirms with ``?cascade=true``."""
 
     def destroy(self, request, *args, **kwargs):
+        instance = self.get_object()
         try:
-            return super().destroy(request, *args, **kwargs)
+            with transaction.atomic():
+                also = cascade_counts(instance)
+                if also and request.query_params.get("cascade") != "true":
+                    return self._cascade_refused(instance, also)
+                self.perform_destroy(instance)
         except ProtectedError as exc:
             names = sorted({str(obj) for obj in exc.protected_objects})[:10]
             return Response(
                 {"detail": f"Still in use by: {', '.join(names)}. Remove those first."},
                 status=status.HTTP_409_CONFLICT,
             )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _cascade_refused(self, instance, also: list[tuple[int, str]]) -> Response:
+        parts = [f"{n:,} {name}" for n, name in also]
+        listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        name = type(instance)._meta.verbose_name
+        detail = (
+            f"{name.capitalize()} “{instance}” has {listed}: deleting it deletes them too. "
+            "Repeat the request with ?cascade=true to confirm."
+        )
+        return Response(
+            {"detail": detail, "would_delete": {name: n for n, name in also}},
+            status=status.HTTP_409_CONFLICT,
+        )
 
 
 class SiteViewSet(
@@ -73,7 +118,9 @@ class ClusterViewSet(
     search_fields = ["name", "site__name"]
 
 
-class PoolViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
+class PoolViewSet(
+    ConditionalUpdateMixin, TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet
+):
     queryset = pools_with_node_groups()
     serializer_class = PoolSerializer
     filterset_class = PoolFilterSet
@@ -106,7 +153,9 @@ class PoolViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSe
         )
 
 
-class NodeGroupViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
+class NodeGroupViewSet(
+    ConditionalUpdateMixin, TabularListMixin, ProtectedDeleteMixin, viewsets.ModelViewSet
+):
     queryset = node_groups_queryset()
     serializer_class = NodeGroupSerializer
     filterset_class = NodeGroupFilterSet

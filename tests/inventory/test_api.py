@@ -87,7 +87,10 @@ def test_planner_full_crud_cycle(client_for, planner):
     # A site still holding a cluster cannot be deleted; the answer says what holds it.
     refused = client.delete(f"/api/v1/sites/{site.data['id']}/")
     assert refused.status_code == 409 and "oslo-1" in refused.data["detail"]
-    assert client.delete(f"/api/v1/pools/{pool.data['id']}/").status_code == 204
+    # Deleting the pool would delete its node groups too: only with ?cascade=true.
+    unconfirmed = client.delete(f"/api/v1/pools/{pool.data['id']}/")
+    assert unconfirmed.status_code == 409 and "2 node groups" in unconfirmed.data["detail"]
+    assert client.delete(f"/api/v1/pools/{pool.data['id']}/?cascade=true").status_code == 204
     assert not NodeGroup.objects.filter(pool_id=pool.data["id"]).exists()
     assert client.delete(f"/api/v1/clusters/{cluster.data['id']}/").status_code == 204
     assert client.delete(f"/api/v1/sites/{site.data['id']}/").status_code == 204
