@@ -31,6 +31,7 @@ from django.db.models.functions import Cast
 from accounting.models import SreportUtilization, UsageRecord
 from config.frames import json_rows, json_value
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.validity import invalid_clusters
 from planner.engine.cost import (
     IDLE_RULES,
     chargeback,
@@ -608,6 +609,12 @@ def pool_costs(
             scope.period_end,
             accelerator_id=scope.accelerator_id,
         )
+    # Error boundary: a cluster with out-of-range inventory is named and left out, not fatal.
+    invalid = invalid_clusters(inventory["cluster"].unique())
+    if invalid:
+        warnings.extend(dict.fromkeys(invalid.values()))
+        inventory = inventory[~inventory["cluster"].isin(list(invalid))]
+        usage = usage[~usage["cluster"].isin(list(invalid))].reset_index(drop=True)
     usage = assign_accounting_pools(usage, inventory)
     orphan = usage["pool"].isna()
     if orphan.any():

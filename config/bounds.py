@@ -2,20 +2,18 @@
 
 Declare a bound by its name in `planner.engine.limits.LIMITS`, never by copied numbers:
 `bounded_float("tokens", required=False)`, `WithinLimit("pue")` on a form field,
-`limit_errors(site, {"tariff_per_kwh": "tariff_per_kwh"})` in a model's clean().
+`limit_errors(site, {"tariff_per_kwh": "tariff_per_kwh"})` (planner.engine.limits) in a
+model's clean().
 An out-of-range value is a 400 (or a form error) naming the field and the range.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Mapping
-
 from django.core.exceptions import ValidationError
 from django.utils.deconstruct import deconstructible
 from rest_framework import serializers
 
-from planner.engine.limits import DATE_MAX, DATE_MESSAGE, DATE_MIN, limit, range_error
+from planner.engine.limits import date_error, limit, range_error
 
 
 @deconstructible
@@ -60,24 +58,6 @@ def bounded_int(name: str, **kwargs) -> serializers.IntegerField:
     messages = _messages(name, kwargs, "whole number")
     field = serializers.IntegerField(validators=validators, error_messages=messages, **kwargs)
     return _document_range(field, name)
-
-
-def limit_errors(instance, fields: Mapping[str, str]) -> dict[str, str]:
-    """Model clean(): field → message for each of `fields` (field → limit name) out of range."""
-    errors = {}
-    for field, name in fields.items():
-        message = range_error(name, getattr(instance, field, None))
-        if message:
-            errors[field] = message
-    return errors
-
-
-def date_error(value: dt.date | dt.datetime | None) -> str | None:
-    """The message when a date (or date-time) is outside the accepted years."""
-    if value is None:
-        return None
-    day = value.date() if isinstance(value, dt.datetime) else value
-    return None if DATE_MIN <= day <= DATE_MAX else DATE_MESSAGE
 
 
 @deconstructible

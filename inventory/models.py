@@ -12,6 +12,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from inventory.currency import ExchangeRate, validate_currency  # noqa: F401 (a model)
+from inventory.ranges import range_errors
 
 # PUE at or above this is so unusual that the user must confirm it.
 PUE_CONFIRMATION_THRESHOLD = 3.0
@@ -192,6 +193,7 @@ class Site(AssumptionsMixin, VersionedModel):
             validate_currency(self.currency or "")
         except ValidationError as exc:
             errors["currency"] = exc.messages[0]
+        errors = {**range_errors(self), **errors}
         if errors:
             raise ValidationError(errors)
 
@@ -263,6 +265,10 @@ class AcceleratorModel(VersionedModel):
         self.currency = (self.currency or "").upper()
         super().save(*args, **kwargs)
 
+    def clean(self) -> None:
+        if errors := range_errors(self):
+            raise ValidationError(errors)
+
 
 class Cluster(AssumptionsMixin, VersionedModel):
     assumptions_scope = "cluster"
@@ -320,6 +326,7 @@ class Cluster(AssumptionsMixin, VersionedModel):
         errors = self.clean_assumptions()
         if self.capital_cost_per_card is not None and not self.amortization_years:
             errors["amortization_years"] = "Give the amortization period for the capital cost."
+        errors = {**range_errors(self), **errors}
         if errors:
             raise ValidationError(errors)
 
@@ -353,7 +360,7 @@ class Pool(AssumptionsMixin, VersionedModel):
         return self.name
 
     def clean(self) -> None:
-        if errors := self.clean_assumptions():
+        if errors := {**range_errors(self), **self.clean_assumptions()}:
             raise ValidationError(errors)
 
 
@@ -385,6 +392,10 @@ class NodeGroup(VersionedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if errors := range_errors(self):
+            raise ValidationError(errors)
 
     @property
     def cards(self) -> int:

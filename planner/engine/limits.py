@@ -140,15 +140,21 @@ def range_error(name: str, value: float | None) -> str | None:
     return None if LIMITS[name].contains(number) else LIMITS[name].message
 
 
-def check_ranges(values: Mapping[str, float | None], limits: Mapping[str, str]) -> None:
-    """Raise EngineInputError naming every field of `values` outside its limit in `limits`."""
+def limit_errors(obj: object, fields: Mapping[str, str]) -> dict[str, str]:
+    """Field → message for each attribute of `obj` in `fields` (attribute → limit) out of range."""
     errors = {}
-    for field, name in limits.items():
-        message = range_error(name, values.get(field))
-        if message:
+    for field, name in fields.items():
+        if message := range_error(name, getattr(obj, field, None)):
             errors[field] = message
-    if errors:
-        raise EngineInputError(errors)
+    return errors
+
+
+def date_error(value: dt.date | dt.datetime | None) -> str | None:
+    """The message when a date (or date-time) is outside the accepted years."""
+    if value is None:
+        return None
+    day = value.date() if isinstance(value, dt.datetime) else value
+    return None if DATE_MIN <= day <= DATE_MAX else DATE_MESSAGE
 
 
 def check_grid(field: str, cells: float, budget: int = GRID_CELL_BUDGET) -> None:
