@@ -576,6 +576,7 @@ def _usage_chunks(
             cluster=context.cluster.name,
             columns=layout.get("columns"),
             delimiter=layout.get("delimiter"),
+            gpuutil_summed=layout.get("gpuutil", "summed") == "summed",
             **options,
         )
     if job.kind == ImportKind.CSV:

@@ -156,9 +156,20 @@ class UsageImportSerializer(serializers.Serializer):
         max_length=10,
         help_text="sreport output without its banner: hours, minutes or seconds (sreport -t).",
     )
+    gpuutil = serializers.CharField(
+        required=False,
+        max_length=10,
+        help_text="sacct gres/gpuutil: summed (Slurm >= 24.05.1, default) or one-gpu (earlier).",
+    )
 
 
-LAYOUT_FIELDS: tuple[str, ...] = ("columns", "columns_preset", "delimiter", "time_unit")
+LAYOUT_FIELDS: tuple[str, ...] = (
+    "columns",
+    "columns_preset",
+    "delimiter",
+    "time_unit",
+    "gpuutil",
+)
 
 
 class GresAliasSerializer(serializers.ModelSerializer):

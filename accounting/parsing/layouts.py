@@ -8,6 +8,8 @@ options and checks them with :func:`layout_options` before the file is read:
 * ``columns_preset``: a named list instead (:data:`SACCT_PRESETS`), e.g. ``xdmod``.
 * ``delimiter``: what ``sacct --delimiter`` was given (default ``|``); any string.
 * ``time_unit``: ``sreport -t`` (hours, minutes, seconds) for output without its banner.
+* ``gpuutil``: ``summed`` (Slurm 24.05.1 and later) or ``one-gpu`` (earlier): what
+  ``gres/gpuutil`` means (:mod:`accounting.parsing.gpuutil`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ SREPORT_PRESETS: dict[str, tuple[str, ...]] = {
     "account-by-user": ("Cluster", "Account", "Login", "Proper Name", "TRES Name", "Used"),
 }
 TIME_UNITS: tuple[str, ...] = ("hours", "minutes", "seconds")
+# gres/gpuutil: summed over a step's GPUs (Slurm >= 24.05.1) or one GPU's figure (before).
+GPUUTIL_MODES: tuple[str, ...] = ("summed", "one-gpu")
 MAX_COLUMNS = 200
 MAX_DELIMITER_CHARS = 8
 _WIDTH_RE = re.compile(r"%-?\d+$")
@@ -107,6 +111,7 @@ def layout_options(
     columns_preset: str | None = None,
     delimiter: str | None = None,
     time_unit: str | None = None,
+    gpuutil: str | None = None,
 ) -> dict[str, Any]:
     """Checked options as stored on the import job: ``columns`` (list), ``preset``,
     ``delimiter``, ``time_unit``; only the ones given. Raises :class:`LayoutError`."""
@@ -142,6 +147,12 @@ def layout_options(
             errors["time_unit"] = f"One of {', '.join(TIME_UNITS)} (sreport -t)."
         else:
             out["time_unit"] = time_unit.lower()
+    if gpuutil:
+        if kind != "sacct" or gpuutil not in GPUUTIL_MODES:
+            modes = " or ".join(GPUUTIL_MODES)
+            errors["gpuutil"] = f"sacct only: {modes} (Slurm 24.05.1 and later: summed)."
+        else:
+            out["gpuutil"] = gpuutil
     if (out.get("columns") or columns) and kind in ("csv", "xlsx"):
         errors["columns"] = "CSV and XLSX files name their columns in their header row."
     if errors:

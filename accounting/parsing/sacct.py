@@ -20,8 +20,9 @@ Rules (each one is tested):
 * MIG slices count as their fraction of a card: ``gres/gpu:a100_3g.20gb=1`` -> 3/7 card.
 * Steps (``123.batch``, ``123.extern``, ``123.0``, ``123_4.0``, ``123+0.0``) are folded into the
   allocation line right above them, which carries ``AllocTRES``. ``gres/gpuutil`` in a step's
-  ``TRESUsageInAve`` is a sum over the step's GPUs; it is divided by the GPU count and the
-  job's ``gpu_utilization`` is the elapsed-weighted mean over its non-extern steps.
+  ``TRESUsageInAve`` or ``TRESUsageInTot`` is normalised per card as
+  :mod:`accounting.parsing.gpuutil` explains (Slurm version semantics).
+* Slurm <= 17 files without ``AllocTRES`` take GPUs from ``AllocGRES`` (else ``ReqGRES``).
 * Array tasks (``123_4``) and het components (``123+0``) are separate allocations with their own
   ``JobIDRaw`` and ``AllocTRES``; each is one record with ``parent_job_id`` ``123``.
 * ``record_key`` = ``<JobIDRaw>@<Submit as printed>``: Slurm resets Submit on requeue, so the
@@ -39,7 +40,6 @@ Rules (each one is tested):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,15 +68,14 @@ from accounting.parsing.fields import (
     blank_to_na,
     localize_to_utc,
     map_distinct,
-    number_after,
     parse_elapsed_hours,
     parse_numbers,
     parse_slurm_times,
 )
-from accounting.parsing.gres import tres_column_from_gres
+from accounting.parsing.gpuutil import step_gpu_utilization
+from accounting.parsing.gres import gpu_entry_table, tres_column_from_gres
 from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS, SACCT_PRESETS, preset_with_field_count
 from accounting.parsing.schema import (
-    MAX_JOB_CARDS,
     MAX_JOB_NODES,
     SCHEDULER_STATES,
     conform_usage_frame,
@@ -86,14 +85,12 @@ from accounting.parsing.schema import (
 REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State")
 # GPUs come from the first of these present (AllocGRES / ReqGRES: Slurm before TRES, <= 17).
 GPU_COLUMNS: tuple[str, ...] = ("alloctres", "allocgres", "reqgres")
+MAX_SKIP_EXAMPLES = 5
+SKIP_NOT_STARTED = "pending or never started"
+SKIP_NO_GPU = "no GPU in partition "  # + the partition name ("" when absent)
 # Elapsed and End - Start are printed to the second; allow a minute of clock rounding.
 ELAPSED_TOLERANCE_H = 1 / 60
-# gres/gpuutil is read from the first of these present (sites export one or the other).
-GPUUTIL_COLUMNS: tuple[str, ...] = ("tresusageinave", "tresusageintot")
 DEFAULT_CHUNK_LINES = 50_000
-
-_GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
-_COUNT_RE = re.compile(r"^\d+$")
 
 
 @dataclass
@@ -107,6 +104,16 @@ class SacctStats:
     skipped_never_started: int = 0
     skipped_without_gpu: int = 0
     records_with_unknown_model: int = 0
+    # First job ids skipped per reason ("pending", "no GPU in <partition>"), for the summary.
+    skip_examples: dict[str, list[str]] = field(default_factory=dict)
+    skip_counts: dict[str, int] = field(default_factory=dict)
+
+    def note_skipped(self, reason: str, labels: Sequence[str], count: int) -> None:
+        if not count:
+            return
+        self.skip_counts[reason] = self.skip_counts.get(reason, 0) + count
+        examples = self.skip_examples.setdefault(reason, [])
+        examples.extend(str(label) for label in labels[: MAX_SKIP_EXAMPLES - len(examples)])
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,7 @@ def iter_sacct_chunks(
     chunk_lines: int = DEFAULT_CHUNK_LINES,
     max_errors: int = DEFAULT_MAX_ERRORS,
     delimiter: str | None = None,
+    gpuutil_summed: bool = True,
     progress: ProgressCallback | None = None,
     stats: SacctStats | None = None,
 ) -> Iterator[pd.DataFrame]:
@@ -142,6 +150,8 @@ def iter_sacct_chunks(
             :data:`~accounting.parsing.layouts.SACCT_PRESETS`); ignored when a header line is
             present. A header-less file without them is refused, naming a preset that fits.
         delimiter: ``sacct --delimiter`` (any string); default: the header line's, else ``|``.
+        gpuutil_summed: ``gres/gpuutil`` sums the step's GPUs (Slurm >= 24.05.1); False for
+            older files, where it is one GPU's figure (:mod:`accounting.parsing.gpuutil`).
         cluster: cluster name for lines whose ``Cluster`` column is absent or empty.
         aliases: gres type -> catalog model (:data:`DEFAULT_GRES_ALIASES`).
         partition_models / default_model: model for untyped ``gres/gpu=N``.
@@ -168,6 +178,7 @@ def iter_sacct_chunks(
         unknown_model=unknown_model,
         timezone=timezone,
         as_of=as_of,
+        gpuutil_summed=gpuutil_summed,
         issues=issues,
         stats=stats,
     )
@@ -360,6 +371,7 @@ class _ChunkContext:
     unknown_model: Literal["keep", "error"]
     timezone: str
     as_of: datetime | None
+    gpuutil_summed: bool
     issues: IssueCollector
     stats: SacctStats
     rejected_jobs: set[str] = field(default_factory=set)
@@ -403,51 +415,15 @@ class _ChunkContext:
         else:
             nothing = np.full(len(frame), np.nan)
             elapsed = (nothing, np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=bool))
-        gpu_utilization = self._step_gpu_utilization(frame, is_step, step_name, group, elapsed[0])
+        gpu_utilization = step_gpu_utilization(
+            frame, is_step, step_name, group, elapsed[0], self.gpuutil_summed
+        )
 
         allocation = ~is_step
         jobs = frame.loc[allocation].copy()
         jobs["_group"] = group[allocation]
         jobs_elapsed = tuple(part[allocation] for part in elapsed)
         return self._jobs_to_records(jobs, jobs_elapsed, gpu_utilization)
-
-    def _step_gpu_utilization(
-        self,
-        frame: pd.DataFrame,
-        is_step: np.ndarray,
-        step_name: np.ndarray,
-        group: np.ndarray,
-        elapsed_h: np.ndarray,
-    ) -> np.ndarray:
-        """Elapsed-weighted mean per-card utilization (fraction), indexed by allocation group."""
-        groups = int(group.max()) + 1 if len(group) else 1
-        usage_column = next((c for c in GPUUTIL_COLUMNS if c in frame), None)
-        if usage_column is None:
-            return np.full(groups, np.nan)
-        summed_pct = number_after(frame[usage_column], "gres/gpuutil=")
-        summed_pct[step_name == "extern"] = np.nan  # extern only holds the allocation
-        if not np.isfinite(summed_pct).any():
-            return np.full(groups, np.nan)
-        # GPUs of each line from its own AllocTRES (few distinct strings), else the job's.
-        tres_codes, gpu_table, _ = _gpu_entry_table(frame["alloctres"])
-        gpus_per_code = np.bincount(
-            gpu_table["_tres_code"], weights=gpu_table["_raw_count"], minlength=tres_codes.max() + 1
-        )
-        line_gpus = gpus_per_code[tres_codes]
-        job_gpus = np.zeros(groups)
-        job_gpus[group[~is_step]] = line_gpus[~is_step]
-        gpus = np.where(line_gpus > 0, line_gpus, job_gpus[group])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_card = np.minimum(summed_pct / gpus / 100.0, 1.0)
-        measured = np.isfinite(per_card)
-        # The tiny floor keeps zero-length steps when they are all there is.
-        weight = np.where(measured, np.nan_to_num(elapsed_h) + 1e-9, 0.0)
-        weighted = np.bincount(
-            group, weights=np.where(measured, per_card, 0.0) * weight, minlength=groups
-        )
-        total_weight = np.bincount(group, weights=weight, minlength=groups)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(total_weight > 0, weighted / total_weight, np.nan)
 
     def _jobs_to_records(
         self,
@@ -512,6 +488,9 @@ class _ChunkContext:
         pending = known & state.isna().to_numpy()
         skip = pending | (never_started & ~running)
         self.stats.skipped_never_started += int(skip.sum())
+        self.stats.note_skipped(
+            SKIP_NOT_STARTED, label[skip].head(MAX_SKIP_EXAMPLES).tolist(), int(skip.sum())
+        )
 
         elapsed_h, elapsed_missing, elapsed_bad = elapsed
         if "elapsed" in jobs:
@@ -566,7 +545,7 @@ class _ChunkContext:
         )
 
         # GPUs from AllocTRES: parse each distinct string once (job shapes repeat a lot).
-        tres_codes, gpu_table, tres_problems = _gpu_entry_table(jobs["alloctres"])
+        tres_codes, gpu_table, tres_problems = gpu_entry_table(jobs["alloctres"])
         problem = tres_problems[tres_codes]
         issues.add_where((problem != "") & ~skip, lines, "AllocTRES", "{value}", problem)
 
@@ -633,6 +612,10 @@ class _ChunkContext:
         base = base.loc[~skip]
         records = base.merge(gpu_table, on="_tres_code", how="inner", sort=False)
         self.stats.skipped_without_gpu += len(base) - int(records["_first_kind"].sum())
+        without_gpu = base.loc[~base["_tres_code"].isin(gpu_table["_tres_code"])]
+        for partition, group in without_gpu.groupby(without_gpu["partition"].fillna("")):
+            labels = group["job_label"].head(MAX_SKIP_EXAMPLES).tolist()
+            self.stats.note_skipped(f"{SKIP_NO_GPU}{partition}", labels, len(group))
         if records.empty:
             return conform_usage_frame(pd.DataFrame())
         multi_kind = records["_kinds"].to_numpy() > 1
@@ -688,61 +671,3 @@ def _state_word(text: str) -> str:
     """``CANCELLED by 1234`` -> ``CANCELLED``; ``CANCELLED+`` (truncated) -> ``CANCELLED``."""
     words = str(text).strip().split()
     return words[0].upper().rstrip("+") if words else ""
-
-
-def _gpu_entries(tres: str) -> list[tuple[str | None, float]] | str:
-    """GPU holdings of one AllocTRES string: [(gres type or None, count)], or a problem text."""
-    typed: list[tuple[str | None, float]] = []
-    untyped_total: float | None = None
-    for gres_type, value in _GPU_TRES_RE.findall(str(tres)):
-        if not _COUNT_RE.match(value.strip()):
-            return f"gres/gpu count '{value}' is not a non-negative whole number"
-        count = float(value)
-        if count > MAX_JOB_CARDS:
-            return f"gres/gpu count '{value}' is more than a job can hold (at most {MAX_JOB_CARDS})"
-        if gres_type:
-            if count > 0:
-                typed.append((gres_type, count))
-        else:
-            untyped_total = count
-    typed_total = sum(count for _, count in typed)
-    if untyped_total is not None and untyped_total > typed_total:
-        # GPUs beyond the typed ones (or all of them when none is typed).
-        typed.append((None, untyped_total - typed_total))
-    return typed
-
-
-def _gpu_entry_table(alloc_tres: pd.Series) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
-    """Parse each distinct AllocTRES once.
-
-    Returns (per-row code, table of GPU kinds per code with columns ``_tres_code``,
-    ``gres_type``, ``_raw_count``, ``_kinds``, and per-code problem text, "" when fine).
-    """
-    codes, uniques = pd.factorize(alloc_tres, use_na_sentinel=False)
-    code_column: list[int] = []
-    type_column: list[str | None] = []
-    count_column: list[float] = []
-    kinds_column: list[int] = []
-    first_column: list[bool] = []
-    problems = np.full(len(uniques), "", dtype=object)
-    for code, tres in enumerate(uniques):
-        entries = _gpu_entries(tres)
-        if isinstance(entries, str):
-            problems[code] = entries
-            continue
-        for position, (gres_type, count) in enumerate(entries):
-            first_column.append(position == 0)
-            code_column.append(code)
-            type_column.append(gres_type)
-            count_column.append(count)
-            kinds_column.append(len(entries))
-    table = pd.DataFrame(
-        {
-            "_tres_code": pd.Series(code_column, dtype="int64"),
-            "gres_type": pd.Series(type_column, dtype="str"),
-            "_raw_count": pd.Series(count_column, dtype="float64"),
-            "_kinds": pd.Series(kinds_column, dtype="int64"),
-            "_first_kind": pd.Series(first_column, dtype="bool"),
-        }
-    )
-    return codes.astype("int64"), table, problems

@@ -61,6 +61,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--time-unit", help="sreport without banner: hours, minutes or seconds (sreport -t)."
         )
+        parser.add_argument(
+            "--gpuutil",
+            choices=["summed", "one-gpu"],
+            help="sacct gres/gpuutil: summed over GPUs (Slurm >= 24.05.1, default) or one GPU's.",
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args, **options) -> None:
@@ -84,6 +89,7 @@ class Command(BaseCommand):
                     "columns_preset": options["columns_preset"],
                     "delimiter": options["delimiter"],
                     "time_unit": options["time_unit"],
+                    "gpuutil": options["gpuutil"],
                 },
                 queue=False,
             )

@@ -1,0 +1,139 @@
+"""Which part of a period the usage data covers, per cluster (the database side of the rule).
+
+The rule itself, the covered windows and the clipping of the inventory are pure
+(:mod:`planner.engine.coverage`); this module reads the spans of the usage records and
+sreport periods and words the per-cluster notes the pages and reports show.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from django.db.models import Max, Min
+
+from accounting.models import SreportUtilization, UsageRecord
+from planner.engine.coverage import (
+    MIN_COVERED_SHARE,
+    WINDOW_COLUMNS,
+    Coverage,
+    coverage_of,
+    covered_windows,
+)
+
+# What `with_coverage` adds to each pool row of an analysis.
+COVERAGE_COLUMNS = ("coverage_share", "coverage_text", "utilization_reason")
+
+
+def usage_spans(cluster_ids: Sequence[int] | None) -> pd.DataFrame:
+    """Per cluster: ``first`` record start or sreport start, ``last`` end (start if running)."""
+    records = UsageRecord.objects.all()
+    reports = SreportUtilization.objects.all()
+    if cluster_ids is not None:
+        records = records.filter(cluster_id__in=cluster_ids)
+        reports = reports.filter(cluster_id__in=cluster_ids)
+    rows: list[dict] = []
+    for row in records.values("cluster_id").annotate(
+        first=Min("start"), last_start=Max("start"), last_end=Max("end")
+    ):
+        last = max(t for t in (row["last_start"], row["last_end"]) if t is not None)
+        rows.append({"cluster": row["cluster_id"], "first": row["first"], "last": last})
+    # An sreport stretches a window of usage records; alone it has no jobs to measure.
+    with_records = {row["cluster"] for row in rows}
+    for row in reports.values("cluster_id").annotate(
+        first=Min("period_start"), last=Max("period_end")
+    ):
+        if row["cluster_id"] in with_records:
+            rows.append({"cluster": row["cluster_id"], "first": row["first"], "last": row["last"]})
+    if not rows:
+        return pd.DataFrame(columns=["cluster", "first", "last"])
+    frame = pd.DataFrame.from_records(rows)
+    frame["first"] = pd.to_datetime(frame["first"], utc=True)
+    frame["last"] = pd.to_datetime(frame["last"], utc=True)
+    spans = frame.groupby("cluster", as_index=False)
+    return spans.agg(first=("first", "min"), last=("last", "max"))
+
+
+def coverage_windows(
+    cluster_ids: Sequence[int] | None, period_start: dt.datetime, period_end: dt.datetime
+) -> pd.DataFrame:
+    """``cluster, covered_from, covered_until`` inside the period (rule in the engine module)."""
+    spans = usage_spans(cluster_ids)
+    if spans.empty:
+        return pd.DataFrame(columns=list(WINDOW_COLUMNS))
+    return covered_windows(spans, period_start, period_end)
+
+
+def with_coverage(pools: pd.DataFrame, coverage: Coverage) -> pd.DataFrame:
+    """The pool frame with its cluster's coverage and why utilization is what it is."""
+    return pools.assign(
+        coverage_share=coverage.share,
+        coverage_text=coverage.text(),
+        utilization_reason=coverage.reason(),
+    )
+
+
+def coverage_notes(
+    inventory: pd.DataFrame,
+    windows: pd.DataFrame,
+    period_start: dt.datetime,
+    period_end: dt.datetime,
+) -> list[str]:
+    """One sentence per cluster not fully covered: no data, or over which days figures run.
+
+    ``inventory``: :func:`accounting.selectors.inventory_frame` rows (with ``cluster_name``).
+    """
+    notes: list[str] = []
+    for cluster_id, rows in inventory.groupby("cluster", sort=False):
+        own = windows[windows["cluster"] == cluster_id]
+        coverage = coverage_of(rows, own, period_start, period_end)
+        share = coverage.share
+        if share is None or share >= 1.0 - 1e-9:
+            continue
+        name = rows["cluster_name"].iloc[0] if "cluster_name" in rows else cluster_id
+        if coverage.covered_card_h <= 0:
+            notes.append(
+                f"No usage data for cluster {name} in this period: its utilization, costs "
+                "and losses are shown as no data, not as zero."
+            )
+        else:
+            notes.append(
+                f"Cluster {name}: {coverage.text()}; its figures are over the covered days only."
+            )
+    return sorted(notes)
+
+
+def scope_coverage_summary(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """An analysis's coverage from its pool rows: card-day share, clusters covered, why."""
+    if "coverage_share" not in rows or rows.empty:
+        return None
+    card_h = rows["card_h"].astype("float64")
+    share = rows["coverage_share"].astype("float64").fillna(0.0)
+    total_h = float(card_h.sum())
+    clusters = int(rows["cluster_id"].nunique())
+    covered = int(rows.loc[share > 0, "cluster_id"].nunique())
+    measured = int(
+        rows.loc[rows["utilization_provenance"].astype(str) == "measured", "cluster_id"].nunique()
+    )
+    scope_share = float((share * card_h).sum()) / total_h if total_h > 0 else None
+    if clusters == 1:
+        text, reason = str(rows["coverage_text"].iloc[0]), str(rows["utilization_reason"].iloc[0])
+    else:
+        text = (
+            f"usage covers {scope_share or 0.0:.0%} of the period's card-days, "
+            f"{covered} of {clusters} clusters"
+        )
+        reason = (
+            f"utilization is measured in {measured} of {clusters} clusters (those whose usage "
+            f"covers at least {MIN_COVERED_SHARE:.0%} of their card-days) and planned elsewhere"
+        )
+    return {
+        "share": scope_share,
+        "clusters": clusters,
+        "clusters_covered": covered,
+        "clusters_measured": measured,
+        "text": text,
+        "reason": reason,
+    }
