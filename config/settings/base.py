@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "frontend",
     "exports",
     "reports",
+    "config",  # worker bookkeeping: the poison-task ledger (config.quarantine)
 ]
 
 MIDDLEWARE = [
@@ -212,6 +213,49 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TRACK_STARTED = True
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
+# Worker limits (docs/deployment.md, "Reader and worker limits"). A prefork child is replaced
+# after a task that left it above this resident size (KiB), and caps its address space (MB,
+# 0: none) so a runaway task gets a MemoryError, not the host's OOM killer.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int(
+    "FLEETWISE_WORKER_MAX_MEMORY_PER_CHILD_KB", default=1024 * 1024
+)
+FLEETWISE_WORKER_MEMORY_LIMIT_MB = env.int("FLEETWISE_WORKER_MEMORY_LIMIT_MB", default=4096)
+# A task whose worker died this many times while running it is failed, not sent again.
+FLEETWISE_TASK_MAX_WORKER_DEATHS = env.int("FLEETWISE_TASK_MAX_WORKER_DEATHS", default=2)
+# Hard time limit per task kind (seconds); the soft limit, a catchable error the task reports
+# on its job row, comes a tenth earlier (at least 30 s). The import keeps the hour the broker's
+# visibility timeout is sized for.
+TASK_TIME_LIMITS_S = {
+    "import": env.int("FLEETWISE_TIME_LIMIT_IMPORT_S", default=60 * 60),
+    "analysis": env.int("FLEETWISE_TIME_LIMIT_ANALYSIS_S", default=15 * 60),
+    "plan": env.int("FLEETWISE_TIME_LIMIT_PLAN_S", default=10 * 60),
+    "report": env.int("FLEETWISE_TIME_LIMIT_REPORT_S", default=15 * 60),
+    "export": env.int("FLEETWISE_TIME_LIMIT_EXPORT_S", default=30 * 60),
+    "periodic": env.int("FLEETWISE_TIME_LIMIT_PERIODIC_S", default=5 * 60),
+}
+TASK_KINDS = {
+    "accounting.run_import": "import",
+    "accounting.refresh_usage_rollups": "import",
+    "accounting.run_rollup_refresh": "import",
+    "planner.run_analysis": "analysis",
+    "planner.analysis_part": "analysis",
+    "planner.finalize_analysis": "analysis",
+    "planner.compute_plan": "plan",
+    "reports.generate_report": "report",
+    "reports.deliver_report": "report",
+    "exports.build_export": "export",
+    "reports.tick": "periodic",
+    "config.dispatch_pending": "periodic",
+    "config.recover_stalled": "periodic",
+    "inventory.recompute_pool_totals": "periodic",
+}
+CELERY_TASK_ANNOTATIONS = {
+    name: {
+        "time_limit": TASK_TIME_LIMITS_S[kind],
+        "soft_time_limit": TASK_TIME_LIMITS_S[kind] - max(30, TASK_TIME_LIMITS_S[kind] // 10),
+    }
+    for name, kind in TASK_KINDS.items()
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Jobs queued while the broker was unreachable go out once it is back (config/dispatch.py).
