@@ -612,7 +612,8 @@ def pool_costs(
     # Error boundary: a cluster with out-of-range inventory is named and left out, not fatal.
     invalid = invalid_clusters(inventory["cluster"].unique())
     if invalid:
-        warnings.extend(dict.fromkeys(invalid.values()))
+        notes = sorted({*invalid.values()})
+        warnings.extend(f"{note}; left out until corrected." for note in notes)
         inventory = inventory[~inventory["cluster"].isin(list(invalid))]
         usage = usage[~usage["cluster"].isin(list(invalid))].reset_index(drop=True)
     usage = assign_accounting_pools(usage, inventory)

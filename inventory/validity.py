@@ -11,12 +11,10 @@ from collections.abc import Iterable
 from inventory.models import Cluster, NodeGroup, Pool
 from inventory.ranges import range_errors
 
-LEFT_OUT = "its clusters are left out until it is corrected"
-
 
 def _describe(kind: str, name: str, errors: dict[str, str]) -> str:
     fields = "; ".join(f"{field}: {message.rstrip('.')}" for field, message in errors.items())
-    return f"{kind} {name}: {fields} — {LEFT_OUT}."
+    return f"{kind} {name}: {fields}"
 
 
 def invalid_clusters(cluster_ids: Iterable[int]) -> dict[int, str]:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from accounting.selectors import apply_measured_usage
 from config.frames import json_rows, json_value
+from inventory.validity import invalid_clusters
 from planner.engine.aggregate import aggregate_factors
 from planner.engine.defaults import DEFAULTS
 from planner.engine.evaluate import evaluate_pools
@@ -81,6 +82,8 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
 def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], dict]:
     """One part: every pool of a cluster (or the one pool of a pool-scope analysis)."""
     pool_id = analysis.object_id if analysis.scope == Scope.POOL else None
+    if invalid := invalid_clusters([cluster_id]):  # name the object, not the engine's column
+        raise ValueError(invalid[cluster_id])
     pools = pool_frame(cluster_id, pool_id, _period_hours(analysis))
     if pools.empty:
         return [], {"cluster_id": cluster_id, "pools": [], "node_groups": []}

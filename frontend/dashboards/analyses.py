@@ -25,6 +25,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe
 
 from access.roles import PLANNER, has_role
+from config.bounds import WithinDates
 from frontend import charts
 from frontend.dashboards import analysis_selectors as sel
 from frontend.permissions import role_required
@@ -385,11 +386,13 @@ class AnalysisStartForm(forms.Form):
     period_start = forms.DateField(
         label="Period start",
         widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
         help_text="From 00:00 UTC of this day.",
     )
     period_end = forms.DateField(
         label="Period end",
         widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
         help_text="Included: to 24:00 UTC of this day.",
     )
 

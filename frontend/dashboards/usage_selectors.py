@@ -36,6 +36,7 @@ from accounting import selectors
 from accounting.models import SreportUtilization, UsageDailyRollup
 from accounting.rollups import rollup_status, rollup_usage_frame
 from accounting.selectors import GROUP_COLUMNS, AccountingScope
+from config.bounds import WithinDates
 from frontend.charts import download_urls, render_chart
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.engine.cost import IDLE_RULES
@@ -106,12 +107,14 @@ class PeriodForm(forms.Form):
         label="Period from",
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
         help_text="First day (default: a year before the end).",
     )
     end = forms.DateField(
         label="Period to",
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
         help_text="Day after the last one (default: the day after the latest usage).",
     )
     cluster = ClusterChoiceField(
