@@ -9,7 +9,8 @@
   :func:`planner.engine.evaluate.evaluate_pools` fed with the measured values, money lost per
   factor (:func:`~planner.engine.cost.waste_by_factor`) and chargeback per team.
 * :func:`apply_measured_usage`: what the stored analyses (`planner.analysis`) use to replace
-  modeled utilization, effective time and MFU with measured ones when records cover the period.
+  modeled utilization, effective time and MFU with measured ones when usage covers enough
+  of the period (`accounting.coverage`).
 
 Every query reads plain columns (no model instances) and every computation is vectorised.
 """
@@ -28,6 +29,7 @@ from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from accounting.coverage import coverage_notes, coverage_windows, with_coverage
 from accounting.models import SreportUtilization, UsageRecord
 from config.frames import json_rows, json_value
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
@@ -37,6 +39,7 @@ from planner.engine.cost import (
     chargeback,
     waste_by_factor,
 )
+from planner.engine.coverage import clip_inventory, coverage_of
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 from planner.engine.usage import allocated_by_bucket, bucket_edges, measured_mfu
@@ -49,9 +52,6 @@ COST_GROUPS: tuple[str, ...] = ("cluster", "pool", "site")
 MAX_BUCKETS = 5_000
 NO_ACCOUNT = "(no account)"
 UNKNOWN = "(unknown)"
-# Records cover a period when their span reaches both ends within this much slack.
-COVERAGE_SLACK = dt.timedelta(days=1)
-COVERAGE_SLACK_SHARE = 0.05
 # API group name -> column of the engine frames.
 GROUP_COLUMNS = {
     "cluster": "cluster",
@@ -143,6 +143,7 @@ def inventory_frame(
         {
             "pool": "pool_id",
             "cluster": "pool__cluster_id",
+            "cluster_name": "pool__cluster__name",
             "site": "pool__cluster__site_id",
             "commissioned_on": "pool__cluster__commissioned_on",
             "accelerator_id": "accelerator_id",
@@ -287,11 +288,17 @@ def downtime_frame(
 
 @dataclass
 class ScopeInputs:
-    """What every report of one scope reads besides usage: read once, shared by the calls."""
+    """What every report of one scope reads besides usage: read once, shared by the calls.
+
+    ``inventory`` has hours in service only inside each cluster's covered window (hours
+    outside it are no data, not idle: `planner.engine.coverage`); ``notes`` say which
+    clusters that left out (from the uncut inventory).
+    """
 
     inventory: pd.DataFrame
     downtime: pd.DataFrame
     site_of_cluster: dict[int, int] | None = None  # read on first use
+    notes: list[str] = field(default_factory=list)
 
     def sites(self) -> dict[int, int]:
         if self.site_of_cluster is None:
@@ -300,9 +307,12 @@ class ScopeInputs:
 
 
 def scope_inputs(scope: AccountingScope) -> ScopeInputs:
+    inventory = inventory_frame(scope.cluster_ids, scope.accelerator_id)
+    windows = coverage_windows(scope.cluster_ids, scope.period_start, scope.period_end)
     return ScopeInputs(
-        inventory_frame(scope.cluster_ids, scope.accelerator_id),
+        clip_inventory(inventory, windows) if len(inventory) else inventory,
         downtime_frame(scope.cluster_ids, scope.period_start, scope.period_end),
+        notes=coverage_notes(inventory, windows, scope.period_start, scope.period_end),
     )
 
 
@@ -370,7 +380,7 @@ def _labels(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def utilization_report(scope: AccountingScope) -> dict[str, Any]:
+def utilization_report(scope: AccountingScope, inputs: ScopeInputs | None = None) -> dict[str, Any]:
     """Measured utilization and effective time per ``scope.group_by`` × bucket.
 
     ``utilization`` = (allocated + Down) ÷ available card-hours and ``effective_time`` =
@@ -381,7 +391,8 @@ def utilization_report(scope: AccountingScope) -> dict[str, Any]:
     if scope.team is not None and "team" not in group_by:
         group_by.append("team")
     by = [GROUP_COLUMNS[name] for name in group_by]
-    result = measured_utilization(scope, by)
+    inputs = inputs or scope_inputs(scope)
+    result = measured_utilization(scope, by, inputs=inputs)
     rows: list[dict[str, Any]] = []
     if not result.empty:
         labelled = _labels(result, by)
@@ -394,6 +405,7 @@ def utilization_report(scope: AccountingScope) -> dict[str, Any]:
         "group_by": group_by,
         "rows": rows,
         "coverage": coverage_rows(scope.cluster_ids),
+        "coverage_notes": inputs.notes,
     }
 
 
@@ -417,38 +429,6 @@ def coverage_rows(cluster_ids: Sequence[int] | None) -> list[dict[str, Any]]:
         }
         for row in spans.annotate(records=Count("pk"))
     ]
-
-
-def records_cover_period(
-    cluster_id: int, period_start: dt.datetime, period_end: dt.datetime
-) -> bool:
-    """True when the cluster's accounting data spans the whole period.
-
-    Needs usage records inside the period, and the span of the usage records and sreport
-    periods together must reach both ends (an sreport for the period says the cluster was
-    accounted for until its end even when the last job ended earlier). The period starts no
-    earlier than the cluster's commissioning. Slack at either end: the smaller of a day and
-    5 % of the period, so an export taken a few hours early still counts.
-    """
-    commissioned = Cluster.objects.filter(pk=cluster_id).values_list("commissioned_on", flat=True)
-    start = period_start
-    commissioned_on = next(iter(commissioned), None)
-    if commissioned_on is not None:
-        start = max(start, dt.datetime.combine(commissioned_on, dt.time(), tzinfo=dt.UTC))
-    if start >= period_end:
-        return False
-    slack = min(COVERAGE_SLACK, (period_end - start) * COVERAGE_SLACK_SHARE)
-    records = UsageRecord.objects.filter(cluster_id=cluster_id)
-    inside = records.filter(start__lt=period_end).filter(Q(end__gt=start) | Q(end__isnull=True))
-    if not inside.exists():
-        return False
-    usage = records.aggregate(first=Min("start"), last_start=Max("start"), last_end=Max("end"))
-    reports = SreportUtilization.objects.filter(cluster_id=cluster_id).aggregate(
-        first=Min("period_start"), last=Max("period_end")
-    )
-    firsts = [t for t in (usage["first"], reports["first"]) if t is not None]
-    lasts = [t for t in (usage["last_start"], usage["last_end"], reports["last"]) if t]
-    return min(firsts) <= start + slack and max(lasts) >= period_end - slack
 
 
 # -- measured inputs for the stored analyses -----------------------------------------------
@@ -528,17 +508,24 @@ def apply_measured_usage(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Feed measured values into `planner.analysis` pool and node-group frames.
 
-    Only when the cluster's records cover the period (:func:`records_cover_period`):
-    utilization (provenance ``measured``), effective time from the work lost to failed,
-    node_fail and preempted jobs and to Down hours, measured MTBF from node failures, and
-    MFU from jobs that carry one (filling node groups without an entered MFU). Otherwise the
-    frames come back unchanged and the analysis stays modeled.
+    Only when the usage data covers enough of the period (the rule of
+    :mod:`planner.engine.coverage`), computed over the covered days: utilization (provenance
+    ``measured``), effective time from the work lost to failed, node_fail and preempted jobs
+    and to Down hours, measured MTBF from node failures, and MFU from jobs that carry one
+    (filling node groups without an entered MFU). The pools always get ``coverage_share``,
+    ``coverage_text`` and ``utilization_reason``; below the rule nothing else changes.
     """
-    if pools.empty or not records_cover_period(cluster_id, period_start, period_end):
+    if pools.empty:
         return pools, groups
     inventory = inventory_frame([cluster_id])
     if inventory.empty:
         return pools, groups
+    windows = coverage_windows([cluster_id], period_start, period_end)
+    coverage = coverage_of(inventory, windows, period_start, period_end)
+    pools = with_coverage(pools, coverage)
+    if not coverage.uses_measured:
+        return pools, groups
+    inventory = clip_inventory(inventory, windows)
     usage = assign_accounting_pools(usage_frame([cluster_id], period_start, period_end), inventory)
     downtime = downtime_frame([cluster_id], period_start, period_end)
     edges = bucket_edges(period_start, period_end, "total")
@@ -599,8 +586,8 @@ def pool_costs(
     ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
     """
     edges = scope.edges()
-    warnings: list[str] = []
     inputs = inputs or scope_inputs(scope)
+    warnings: list[str] = list(inputs.notes)
     inventory = inputs.inventory
     if usage is None:
         usage = usage_frame(
@@ -942,7 +929,6 @@ __all__ = [
     "apply_measured_usage",
     "chargeback_report",
     "cost_report",
-    "records_cover_period",
     "usage_records_queryset",
     "utilization_report",
 ]

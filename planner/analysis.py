@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
 from accounting.selectors import apply_measured_usage
 from config.frames import json_rows, json_value
 from inventory.validity import invalid_clusters
@@ -52,7 +53,9 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     costs, cost_per_card_h = _price(pools, groups, first)
     priced = pools.assign(cost_per_card_h=cost_per_card_h.reindex(pools["pool_id"]).to_numpy())
     result = evaluate_pools(groups, priced)
-    labels = pools.set_index("pool_id")[["pool", "cluster", "site", "currency", "purpose"]]
+    label_columns = ["pool", "cluster", "site", "currency", "purpose"]
+    label_columns += [name for name in COVERAGE_COLUMNS if name in pools]
+    labels = pools.set_index("pool_id")[label_columns]
     mix = (
         groups.assign(cards=groups["nodes"] * groups["cards_per_node"])
         .groupby(["pool_id", "accelerator"])["cards"]
@@ -89,7 +92,7 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
         return [], {"cluster_id": cluster_id, "pools": [], "node_groups": []}
     groups = node_group_frame(pools["pool_id"].tolist())
     if not groups.empty:
-        # Usage records that cover the period replace modeled values (provenance measured).
+        # Usage covering enough of the period replaces modeled values (accounting.coverage).
         pools, groups = apply_measured_usage(
             pools, groups, cluster_id, analysis.period_start, analysis.period_end
         )
@@ -143,6 +146,7 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
         frame[f"{name}_provenance"] = frame[f"{name}_provenance"].astype(str)
     summary = json_rows(aggregate_factors(frame, None), index=True)[0]
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
+    summary["coverage"] = scope_coverage_summary(frame)
     summary["total_cost"] = json_value(frame["total_cost"].sum(min_count=1))
     results = {
         **base,

@@ -1,4 +1,4 @@
-"""Stored analyses use measured usage when the records cover the analysed period."""
+"""Stored analyses use measured usage when the records cover enough of the analysed period."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from accounting.selectors import records_cover_period
 from planner import analysis as engine_bridge
 from planner.models import Analysis
 from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
@@ -27,25 +26,26 @@ def analyse(cluster) -> dict:
     return results
 
 
-def test_analysis_without_covering_records_stays_modeled(alpha, import_text):
-    # The jobs end at 20:00: four hours short of the day, more than the slack (1.2 h).
+def test_records_of_part_of_a_day_cover_that_whole_day(alpha, import_text):
+    # The jobs end at 20:00; coverage counts whole UTC days, so the day is covered and its
+    # quiet hours are measured idle time: A / C = 112 / 384 (no sreport, so D = 0).
     import_text(alpha, sacct_text())
-    assert not records_cover_period(alpha.pk, DAY_START, DAY_END)
     pool = analyse(alpha)["pools"][0]
-    assert pool["utilization"] == pytest.approx(0.7)  # the pool's planned utilization
-    assert pool["utilization_provenance"] == "modeled"
+    assert pool["utilization"] == pytest.approx(112 / 384)
+    assert pool["utilization_provenance"] == "measured"
+    assert pool["coverage_share"] == pytest.approx(1.0)
 
 
 def test_an_sreport_alone_does_not_make_measured_utilization(alpha, import_text):
     import_text(alpha, SREPORT_TEXT, kind="sreport")
-    assert not records_cover_period(alpha.pk, DAY_START, DAY_END)
-    assert analyse(alpha)["pools"][0]["utilization_provenance"] == "modeled"
+    pool = analyse(alpha)["pools"][0]
+    assert pool["utilization_provenance"] == "modeled"
+    assert pool["utilization_reason"].startswith("no usage records in the period")
 
 
 def test_analysis_of_a_cluster_with_usage_records_is_measured(alpha, import_text):
     import_text(alpha, sacct_text())
     import_text(alpha, SREPORT_TEXT, kind="sreport")  # the report spans the whole day
-    assert records_cover_period(alpha.pk, DAY_START, DAY_END)
     results = analyse(alpha)
     pool = results["pools"][0]
     # (A + D) / C = (112 + 24) / (384 − 48) and (A − L) / (A + D) = 96 / 136, as measured.
