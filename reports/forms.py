@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -72,6 +73,8 @@ class ScheduleForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["timezone"].choices = [(name, name) for name in periods.timezone_names()]
+        # The zone in effect is the one selected (not the list's first name when nothing is).
+        self.fields["timezone"].initial = self.instance.timezone or settings.TIME_ZONE
         self.fields["recipient_users"].queryset = (
             get_user_model().objects.filter(is_active=True).exclude(email="").order_by("username")
         )

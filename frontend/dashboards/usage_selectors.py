@@ -182,7 +182,17 @@ def bound_form(form_class: type[PeriodForm], request: HttpRequest) -> PeriodForm
     cache = _cache(request)
     key = ("form", form_class.__name__)
     if key not in cache:
-        cache[key] = form_class(request.GET if request.GET else {})
+        params = request.GET.copy()
+        # The form shows the values in effect: a missing choice is its default, selected.
+        for name, default in form_class.defaults.items():
+            if not params.get(name):
+                params[name] = default
+        form = form_class(params)
+        if form.is_valid():
+            # ... and the period's default days, written into the date fields.
+            for name in ("start", "end"):
+                params[name] = form.cleaned_data[name].isoformat()
+        cache[key] = form
     return cache[key]
 
 
@@ -600,14 +610,14 @@ def costs_page(request: HttpRequest) -> dict[str, Any]:
     data = query(CostFilterForm, request)
 
     def compute() -> dict[str, Any]:
-        units = _cost_units(request)
         return {
             "charts": [
                 _chart("costs-breakdown", request, cost_breakdown(request)),
                 _chart("costs-pflop-day", request, cost_per_pflop_day(request)),
             ],
             "chargeback_chart": _chart("costs-chargeback", request, chargeback(request)),
-            "warnings": units.attrs.get("warnings", []) if not units.empty else [],
+            # From the pool costs, so "no usage data" notes show even when no row is left.
+            "warnings": _pool_costs(request, data["granularity"]).warnings,
         }
 
     key = (
