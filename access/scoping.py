@@ -1,7 +1,8 @@
 """Team scoping, in one place: which teams' usage and chargeback rows a user may see.
 
-``visible_teams(user)`` is None for "every team" (no membership, or an administrator, who
-manages the memberships anyway) and otherwise the set of the user's teams. Every read of
+``visible_teams(user)`` is None for "every team" (an explicit `access.FleetWideAccess` grant,
+or an administrator, who manages the memberships anyway) and otherwise the set of the user's
+teams: empty, so nothing, for a user with neither (scoping fails closed). Every read of
 usage records, team utilization, chargeback rows and team reports goes through the helpers
 below, so API lists, exports (tokens and jobs run as their owner), pages and chart downloads
 agree.
@@ -14,6 +15,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from access.models import FleetWideAccess
 from access.roles import ADMIN, has_role
 
 # How the accounting reports label records without an account (accounting.selectors).
@@ -28,8 +30,10 @@ def visible_teams(user) -> frozenset[str] | None:
         return None
     cached = getattr(user, "_fleetwise_teams", False)
     if cached is False:
-        teams = frozenset(user.team_memberships.values_list("team", flat=True))
-        cached = teams or None
+        if FleetWideAccess.objects.filter(user_id=user.pk).exists():
+            cached = None
+        else:
+            cached = frozenset(user.team_memberships.values_list("team", flat=True))
         user._fleetwise_teams = cached
     return cached
 
@@ -46,8 +50,7 @@ def scope_records(queryset: QuerySet, user, field: str = "account") -> QuerySet:
     teams = visible_teams(user)
     if teams is None:
         return queryset
-    accounts = set(teams) | ({""} if NO_ACCOUNT in teams else set())
-    return queryset.filter(**{f"{field}__in": sorted(accounts)})
+    return queryset.filter(**{f"{field}__in": allowed_accounts(teams)})
 
 
 def team_allowed(team: str | None, teams: frozenset[str] | None) -> bool:
@@ -91,6 +94,8 @@ def scope_report(report: dict[str, Any], teams: frozenset[str] | None) -> dict[s
         return report
     rows = scope_rows(report.get("rows", []), teams)
     scoped = {**report, "rows": rows}
+    if report.get("coverage"):
+        scoped["coverage"] = scope_coverage(report["coverage"], teams)
     totals = report.get("totals")
     if totals and "charged_cost" in totals[0]:
         charged: dict[tuple, float] = {}
@@ -101,4 +106,60 @@ def scope_report(report: dict[str, Any], teams: frozenset[str] | None) -> dict[s
             {**total, "charged_cost": charged.get((total["currency"], total["bucket_start"]), 0.0)}
             for total in totals
         ]
+    return scoped
+
+
+def allowed_accounts(teams: frozenset[str]) -> list[str]:
+    """The usage ``account`` values of these teams ("(no account)" is the empty account)."""
+    return sorted(set(teams) | ({""} if NO_ACCOUNT in teams else set()))
+
+
+def scope_import_jobs(queryset: QuerySet, user) -> QuerySet:
+    """Import jobs a user may see and retry: for a scoped user, only jobs holding no other
+    team's records, and jobs without records (failed, queued) only when they started them."""
+    from django.db.models import Exists, OuterRef
+
+    from accounting.models import UsageRecord
+
+    teams = visible_teams(user)
+    if teams is None:
+        return queryset
+    records = UsageRecord.objects.filter(import_job=OuterRef("pk"))
+    foreign = records.exclude(account__in=allowed_accounts(teams))
+    return queryset.exclude(Exists(foreign)).filter(
+        Exists(records) | Q(created_by_id=getattr(user, "pk", None))
+    )
+
+
+def scope_coverage(coverage: list[dict[str, Any]], teams: frozenset[str]) -> list[dict[str, Any]]:
+    """Per-cluster coverage rows counting only these teams' records (no other team's size)."""
+    from django.db.models import Count, Max, Min
+
+    from accounting.models import UsageRecord
+
+    spans = {
+        row["cluster_id"]: row
+        for row in UsageRecord.objects.filter(
+            cluster_id__in=[row["cluster_id"] for row in coverage],
+            account__in=allowed_accounts(teams),
+        )
+        .values("cluster_id")
+        .annotate(
+            records=Count("pk"), first_start=Min("start"), last_start=Max("start"), last=Max("end")
+        )
+    }
+    scoped = []
+    for row in coverage:
+        span = spans.get(row["cluster_id"])
+        if span is None:
+            continue  # none of the user's records there: not even that the cluster has data
+        times = [t for t in (span["last_start"], span["last"]) if t is not None]
+        scoped.append(
+            {
+                **row,
+                "records": span["records"],
+                "first_start": span["first_start"],
+                "last_time": max(times),
+            }
+        )
     return scoped

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from access.admin_scoping import ImportJobsAdminMixin, TeamRowsAdminMixin
 from accounting.models import (
     GresAlias,
     ImportJob,
@@ -26,7 +27,7 @@ class PartitionMappingAdmin(admin.ModelAdmin):
 
 
 @admin.register(ImportJob)
-class ImportJobAdmin(admin.ModelAdmin):
+class ImportJobAdmin(ImportJobsAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "kind",
@@ -45,7 +46,7 @@ class ImportJobAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(TeamRowsAdminMixin, admin.ModelAdmin):
     list_display = [
         "job_label",
         "cluster",

@@ -177,10 +177,12 @@ def time_pages(repeats: int) -> list[tuple]:
     from django.core.cache import caches
     from django.test import Client
 
+    from access.models import FleetWideAccess
     from frontend.dashboards.usage_selectors import precompute_default_views
 
     user, _ = User.objects.get_or_create(username="bench-viewer")
     user.groups.add(Group.objects.get(name="viewer"))
+    FleetWideAccess.objects.get_or_create(user=user)  # every team, as an unscoped viewer
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
 

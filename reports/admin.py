@@ -1,10 +1,11 @@
 from django.contrib import admin
 
+from access.admin_scoping import TeamReportsAdminMixin
 from reports.models import Report, ReportSchedule
 
 
 @admin.register(ReportSchedule)
-class ReportScheduleAdmin(admin.ModelAdmin):
+class ReportScheduleAdmin(TeamReportsAdminMixin, admin.ModelAdmin):
     list_display = ["name", "template", "scope", "frequency", "timezone", "enabled", "next_run_at"]
     list_filter = ["template", "scope", "frequency", "enabled"]
     search_fields = ["name", "team"]
@@ -13,7 +14,8 @@ class ReportScheduleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Report)
-class ReportAdmin(admin.ModelAdmin):
+class ReportAdmin(TeamReportsAdminMixin, admin.ModelAdmin):
+    team_reports_prefix = "schedule__"
     list_display = ["schedule", "period_start", "period_end", "status", "delivery_attempts"]
     list_filter = ["status", "trigger"]
     list_select_related = ["schedule"]

@@ -8,12 +8,18 @@ from __future__ import annotations
 import pytest
 
 
-def make_user(username: str, role: str | None = None, **extra):
+def make_user(username: str, role: str | None = None, *, all_teams: bool = True, **extra):
+    """A user of the role; ``all_teams``: the explicit grant to see every team (a team
+    membership added later replaces it, as in the admin)."""
     from django.contrib.auth.models import Group, User
+
+    from access.models import FleetWideAccess
 
     user = User.objects.create_user(username=username, password="pw-" + username, **extra)
     if role:
         user.groups.add(Group.objects.get(name=role))
+    if all_teams:
+        FleetWideAccess.objects.create(user=user)
     return user
 
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from access.scoping import visible_teams
 from accounting import selectors
 from accounting.models import (
     GresAlias,
@@ -310,7 +311,11 @@ class AccountingQuerySerializer(serializers.Serializer):
         team = attrs.get("team")
         if team is not None:
             account = "" if team == selectors.NO_ACCOUNT else team
-            if not UsageRecord.objects.filter(account=account).exists():
+            request = self.context.get("request")
+            teams = None if request is None else visible_teams(request.user)
+            # A scoped user gets no rows for any team not theirs, existing or not: no hint.
+            known = teams is None or team in teams
+            if known and not UsageRecord.objects.filter(account=account).exists():
                 raise serializers.ValidationError({"team": f'No usage records of team "{team}".'})
         return attrs
 

@@ -14,7 +14,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access.scoping import scope_records, scope_report, visible_teams
+from access.scoping import scope_import_jobs, scope_records, scope_report, visible_teams
 from accounting import selectors, services
 from accounting.api.serializers import (
     LAYOUT_FIELDS,
@@ -141,6 +141,13 @@ class ImportJobViewSet(
     filterset_class = ImportJobFilterSet
     ordering_fields = ["created", "finished_at", "status"]
 
+    def get_queryset(self):
+        # A team-scoped user sees and retries only imports holding no other team's data.
+        queryset = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):
+            return queryset
+        return scope_import_jobs(queryset, self.request.user)
+
     @extend_schema(request=None, responses={202: ImportJobSerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
@@ -188,7 +195,7 @@ class ReportQueryMixin:
         raise NotImplementedError
 
     def report(self, request) -> dict:
-        query = self.query_serializer(data=request.query_params)
+        query = self.query_serializer(data=request.query_params, context={"request": request})
         query.is_valid(raise_exception=True)
         try:
             report = self.compute(query.scope())

@@ -64,8 +64,8 @@ def prepare(args, env: dict[str, str]) -> dict:
     common.setup_django(args.database_url)
     from django.contrib.auth.models import Group, User
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
+    from access.tokens import issue_token
     from accounting.rollups import run_refresh_hooks
     from inventory.models import Pool, Site
     from planner import plans, services
@@ -116,15 +116,18 @@ def prepare(args, env: dict[str, str]) -> dict:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=60)
 
+    from access.models import FleetWideAccess
+
     viewer_group = Group.objects.get(name="viewer")
     accounts = []
     for number in range(1, args.users + 1):
         user, _ = User.objects.get_or_create(username=f"load-viewer-{number:02d}")
         user.groups.add(viewer_group)
+        FleetWideAccess.objects.get_or_create(user=user)  # every team: scoping fails closed
         client = Client()
         client.force_login(user)
-        token, _ = Token.objects.get_or_create(user=user)
-        accounts.append({"session": client.cookies["sessionid"].value, "token": token.key})
+        _, key = issue_token(user, name="load test")
+        accounts.append({"session": client.cookies["sessionid"].value, "token": key})
     return {"analysis": analysis.pk, "plan": plan.pk, "users": accounts}
 
 

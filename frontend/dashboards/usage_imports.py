@@ -18,6 +18,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from access.roles import PLANNER, has_role
+from access.scoping import scope_import_jobs
 from accounting import services
 from accounting.models import ImportJob, ImportStatus
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
@@ -31,13 +32,15 @@ IN_FLIGHT = (ImportStatus.QUEUED, ImportStatus.RUNNING)
 ISSUE_PATTERN = re.compile(r"^line (?P<line>\d+), column (?P<column>[^:]+): (?P<reason>.*)$", re.S)
 
 
-def import_jobs():
-    """Import jobs for lists: cluster and user joined, the bulky issue lists left out."""
-    return (
+def import_jobs(user):
+    """The user's visible import jobs (`access.scoping`): cluster and user joined, the bulky
+    issue lists left out."""
+    return scope_import_jobs(
         ImportJob.objects.select_related("cluster__site", "created_by")
         .defer("issues", "warnings")
         .annotate(records_written=F("records_created") + F("records_updated"))
-        .order_by("-created", "-pk")
+        .order_by("-created", "-pk"),
+        user,
     )
 
 
@@ -76,7 +79,7 @@ def usage_import(request: HttpRequest):
 @role_required()
 @require_safe
 def usage_import_detail(request: HttpRequest, pk: int):
-    job = get_object_or_404(import_jobs().defer(None), pk=pk)
+    job = get_object_or_404(import_jobs(request.user).defer(None), pk=pk)
     in_flight = job.status in IN_FLIGHT
     context = {
         "job": job,
@@ -95,7 +98,8 @@ def usage_import_detail(request: HttpRequest, pk: int):
 @role_required()
 @require_POST
 def usage_import_retry(request: HttpRequest, pk: int):
-    job = get_object_or_404(ImportJob.objects.only("pk", "file", "source_name"), pk=pk)
+    jobs = scope_import_jobs(ImportJob.objects.only("pk", "file", "source_name"), request.user)
+    job = get_object_or_404(jobs, pk=pk)
     try:
         services.retry_import(job)
     except services.ImportInputError as exc:
@@ -108,7 +112,7 @@ def usage_import_retry(request: HttpRequest, pk: int):
 @role_required()
 @require_safe
 def usage_import_list(request: HttpRequest):
-    page = Paginator(import_jobs(), JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(import_jobs(request.user), JOBS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "page_obj": page,
         "paginator": page.paginator,

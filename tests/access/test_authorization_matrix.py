@@ -177,7 +177,8 @@ MATRIX: dict[str, Entry] = {
         None, (get(API_NO_GET), post(api_write(400), format="multipart"))
     ),
     "import-job-list": Entry(None, (get(API), get(API, format="csv"))),
-    "import-job-detail": Entry(pk("import_job"), (get(API),)),
+    # The fixture's job holds team-a records: hidden from another team (access.scoping).
+    "import-job-detail": Entry(pk("import_job"), (get(API_TEAM_A),)),
     # The fixture's job succeeded: nothing to retry (400), but the role passed.
     "import-job-retry": Entry(pk("import_job"), (get(API_NO_GET), post(api_write(400)))),
     "gres-alias-list": Entry(None, (get(API), post(api_write(400)))),
@@ -300,7 +301,7 @@ MATRIX: dict[str, Entry] = {
     ),
     "frontend:usage": Entry(None, read_page(PAGE, **REPORT_QUERY, group_by="team")),
     "frontend:usage-import": Entry(None, (get(PAGE_PLANNER), post(page_write(400)))),
-    "frontend:usage-import-detail": Entry(pk("import_job"), read_page(PAGE)),
+    "frontend:usage-import-detail": Entry(pk("import_job"), read_page(PAGE_TEAM_A)),
     "frontend:usage-import-retry": Entry(
         pk("import_job"), (get(PAGE_POST_ONLY), post(page_write(302)))
     ),
