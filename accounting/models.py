@@ -154,6 +154,9 @@ class ImportJob(models.Model):
     records_skipped = models.PositiveBigIntegerField(
         default=0, help_text="Lines that are not usage (pending, never started, no GPU)."
     )
+    skipped_lines = models.JSONField(
+        default=list, blank=True, help_text="Skipped lines per reason: count and first job ids."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

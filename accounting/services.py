@@ -128,6 +128,7 @@ class ImportCounts:
     records_updated: int = 0
     records_unchanged: int = 0
     records_skipped: int = 0
+    skipped: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -657,7 +658,9 @@ def _import_usage(
         else _ClusterNameCheck(expected=context.cluster.name, column="cluster")
     )
     unknown_gres: set[str] = set()
+    gpu_partitions = set(context.pool_by_partition)
     for chunk in prefetched(_usage_chunks(job, source, context, on_block, stats)):
+        gpu_partitions.update(chunk["partition"].dropna().unique())
         issues = cluster_names.issues(chunk["cluster"], chunk["source_line"].to_numpy())
         rows, too_long = usage_rows(chunk, context, job.pk)
         if issues or too_long:
@@ -682,7 +685,11 @@ def _import_usage(
     counts.records_updated = writer.updated
     counts.records_unchanged = writer.unchanged
     if isinstance(stats, SacctStats):
+        from accounting.imports.summary import skip_warnings, skipped_lines
+
         counts.records_skipped = stats.skipped_never_started + stats.skipped_without_gpu
+        counts.skipped = skipped_lines(stats, gpu_partitions)
+        counts.warnings.extend(skip_warnings(counts.skipped))
     else:
         counts.records_skipped = stats.skipped_pending
     if unknown_gres:
@@ -921,6 +928,7 @@ def record_success(job_id: int, run_id: str, counts: ImportCounts) -> None:
     job.records_updated = counts.records_updated
     job.records_unchanged = counts.records_unchanged
     job.records_skipped = counts.records_skipped
+    job.skipped_lines = counts.skipped
     job.finished_at = now
     job.duration_s = (now - (job.started_at or now)).total_seconds()
     job.save()

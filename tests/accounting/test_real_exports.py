@@ -126,3 +126,34 @@ def test_sacct_layouts_through_the_command(orion, caplog):
     assert not [r for r in caplog.records if "No hostname was supplied" in r.getMessage()]
     with pytest.raises(CommandError, match="time_unit: Only sreport output has a time unit"):
         run("sacct_snowman_tot.txt", "sacct", "--time-unit", "hours")
+
+
+def test_skipped_lines_are_reported_per_reason_with_examples(orion, tmp_path, capsys):
+    run("sacct_xdmod_noheader.txt", "sacct", "--columns-preset", "xdmod", "--no-progress")
+    job = ImportJob.objects.get()
+    assert job.skipped_lines == [
+        {"reason": "pending or never started", "count": 1, "examples": ["5006"]},
+        {"reason": "no GPU (CPU jobs)", "count": 1, "examples": ["5005"]},
+    ]
+    assert "skipped 1: no GPU (CPU jobs) (e.g. 5005)" in capsys.readouterr().out
+    # Partition "gpu" is orion's pool: a job there without gres/gpu may be lost GPU work.
+    path = tmp_path / "no_gres.txt"
+    path.write_text(
+        "JobID|Partition|Account|Start|End|Elapsed|State|AllocTRES\n"
+        "9001|gpu|bio|2025-02-07T08:00:00|2025-02-07T09:00:00|01:00:00|COMPLETED|"
+        "billing=8,cpu=8,mem=32G,node=1\n"
+    )
+    call_command(
+        "import_usage", str(path), "--kind", "sacct", "--cluster", "orion", "--no-progress"
+    )
+    job = ImportJob.objects.latest("pk")
+    assert job.skipped_lines == [
+        {
+            "reason": "GPU partition gpu but no gres/gpu in AllocTRES",
+            "count": 1,
+            "examples": ["9001"],
+        }
+    ]
+    assert job.warnings == [
+        "1 job(s) skipped: GPU partition gpu but no gres/gpu in AllocTRES (e.g. 9001)"
+    ]

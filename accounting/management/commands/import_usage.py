@@ -131,5 +131,8 @@ class Command(BaseCommand):
                 f"skipped) in {job.duration_s:.1f} s"
             )
         )
+        for row in counts.skipped:
+            examples = ", ".join(row["examples"])
+            self.stdout.write(f"  skipped {row['count']:,}: {row['reason']} (e.g. {examples})")
         for warning in counts.warnings:
             self.stdout.write(self.style.WARNING(warning))
