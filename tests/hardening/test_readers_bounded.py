@@ -133,6 +133,27 @@ def test_a_300_mb_line_is_refused_in_a_capped_process(tmp_path):
     )
 
 
+def test_peak_memory_follows_the_block_not_the_file(tmp_path):
+    """120 MB of 4 KB lines in 50,000-line chunks would be one 120 MB block (and ~900 MB of
+    arrays, over this cap); the block byte limit keeps the parse within 768 MiB."""
+    path = tmp_path / "wide.csv"
+    user = "u" * 4000
+    with path.open("w") as out:
+        out.write(HEADER.rstrip("\n") + ",user\n")
+        for i in range(30_000):
+            out.write(LINE.format(i=i).rstrip("\n") + f",{user}\n")
+    result = run_capped(
+        f"""
+        from accounting.parsing import iter_csv_chunks
+        print(sum(len(chunk) for chunk in iter_csv_chunks({str(path)!r}, chunk_lines=50_000)))
+        """,
+        cap_bytes=768 * 2**20,
+        timeout_s=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "30000"
+
+
 # -- usage uploads: page, API and command -------------------------------------------------------
 
 
