@@ -18,3 +18,7 @@ class FleetWideAccessAdmin(admin.ModelAdmin):
     list_display = ["user", "note", "created"]
     search_fields = ["user__username", "note"]
     autocomplete_fields = ["user"]
+
+
+# API tokens (hashed): access/admin_tokens.py registers them.
+from access import admin_tokens  # noqa: E402, F401

@@ -52,3 +52,7 @@ class FleetWideAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} sees every team"
+
+
+# The API token model lives beside the code that uses it; imported here so Django registers it.
+from access.tokens import ApiToken  # noqa: E402, F401

@@ -64,8 +64,8 @@ def prepare(args, env: dict[str, str]) -> dict:
     common.setup_django(args.database_url)
     from django.contrib.auth.models import Group, User
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
+    from access.tokens import issue_token
     from accounting.rollups import run_refresh_hooks
     from inventory.models import Pool, Site
     from planner import plans, services
@@ -126,8 +126,8 @@ def prepare(args, env: dict[str, str]) -> dict:
         FleetWideAccess.objects.get_or_create(user=user)  # every team: scoping fails closed
         client = Client()
         client.force_login(user)
-        token, _ = Token.objects.get_or_create(user=user)
-        accounts.append({"session": client.cookies["sessionid"].value, "token": token.key})
+        _, key = issue_token(user, name="load test")
+        accounts.append({"session": client.cookies["sessionid"].value, "token": key})
     return {"analysis": analysis.pk, "plan": plan.pk, "users": accounts}
 
 

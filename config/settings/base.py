@@ -303,10 +303,16 @@ REPORTS_DELIVERY_RETRY_BASE_S = env.float("FLEETWISE_REPORTS_DELIVERY_RETRY_BASE
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first so an anonymous API client gets 401 with a WWW-Authenticate header.
-        "rest_framework.authentication.TokenAuthentication",
+        "access.tokens.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["access.permissions.RolePermission"],
+    # JSON numbers beyond a double (1e400) are a 400, not infinity (config/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.FiniteJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Every endpoint answers JSON, CSV and XLSX (?format= or Accept); see docs/export.md.
     "DEFAULT_RENDERER_CLASSES": [
         "config.renderers.JSONRenderer",

@@ -46,8 +46,7 @@ def role_user(request, role: str):
 
 @pytest.fixture(params=list(EXAMPLES_PER_OPERATION))
 def api_schema(request, fleet):
-    from rest_framework.authtoken.models import Token
-
+    from access.tokens import issue_token
     from config.wsgi import application
 
     role = request.param
@@ -57,7 +56,7 @@ def api_schema(request, fleet):
     call_command("spectacular", "--format", "openapi-json", stdout=out)
     schema = schemathesis.openapi.from_dict(json.loads(out.getvalue()))
     schema.app = application  # requests go through WSGI, in this process and test database
-    token = Token.objects.create(user=user).key if user is not None else None
+    token = issue_token(user)[1] if user is not None else None
     # As Django's test client does: a request must not close the test database connection.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)

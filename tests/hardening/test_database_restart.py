@@ -19,8 +19,8 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 from django.test import Client
 from django.test.client import RequestFactory
-from rest_framework.authtoken.models import Token
 
+from access.tokens import issue_token
 from config.middleware import MESSAGE
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,7 +101,7 @@ def test_requests_fail_cleanly_while_postgres_restarts_and_recover_after(
     postgres, persistent_connections, planner
 ):
     database = connection.settings_dict["NAME"]
-    api = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=planner).key}"}
+    api = {"HTTP_AUTHORIZATION": f"Token {issue_token(planner)[1]}"}
     browser = Client()
     browser.force_login(planner)
     page = {"HTTP_COOKIE": f"sessionid={browser.cookies['sessionid'].value}"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from access.tokens import issue_token
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 pytestmark = pytest.mark.django_db
@@ -50,9 +50,9 @@ def test_form_changes_are_recorded_with_user_and_before_after(planner_client, pl
 
 
 def test_api_changes_with_token_auth_record_the_token_user(planner, demo_fleet):
-    token = Token.objects.create(user=planner)
+    _, key = issue_token(planner)
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     cluster = Cluster.objects.get(name="train-ascend")
     response = api.patch(f"/api/v1/clusters/{cluster.pk}/", {"yearly_opex": 900000.0})
     assert response.status_code == 200, response.content

@@ -9,9 +9,9 @@ import json
 import pytest
 from django.test import Client, RequestFactory, override_settings
 from freezegun import freeze_time
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from access.tokens import issue_token
 from config.auth import client_ip
 from tests.test_settings import run_python
 
@@ -101,7 +101,7 @@ def test_test_client_login_and_api_tokens_still_work(planner):
     for _ in range(5):
         attempt(Client(), "planner", "wrong", address="127.0.0.1")
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=planner).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(planner)[1]}")
     assert api.get("/api/v1/sites/").status_code == 200
     assert api.post("/api/v1/sites/", {"name": "Token site"}).status_code == 201
 

@@ -3,8 +3,8 @@
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 
+from access.tokens import issue_token
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 pytestmark = pytest.mark.django_db
@@ -33,10 +33,10 @@ def test_viewer_reads_but_cannot_write(client_for, viewer, demo_fleet, name):
 def test_token_authentication(client_for, viewer):
     from rest_framework.test import APIClient
 
-    token = Token.objects.create(user=viewer)
+    _, key = issue_token(viewer)
     client = APIClient()
     assert client.get("/api/v1/sites/").status_code in (401, 403)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/sites/").status_code == 200
     client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
     assert client.get("/api/v1/sites/").status_code == 401
