@@ -331,7 +331,6 @@ class VersionedUpdateView(InventoryFormMixin, UpdateView):
         yours = {name: form.cleaned_data.get(name) for name in form.fields if name in stored}
         label = f"{self.model._meta.verbose_name.capitalize()} “{current}”"
         conflict = conflict_since(current, opened, yours, label)
-        form.add_error(None, conflict.message + " Compare the values below, then save again.")
         form.data = form.data.copy()
         form.data[OPENED_VERSION] = str(conflict.current_version)
         self.object = current
