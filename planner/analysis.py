@@ -19,6 +19,7 @@ from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 from planner.inputs import node_group_frame, pool_frame, price_pools
 from planner.models import Analysis, Scope
+from planner.money import money_by_currency, without_mixed_money
 
 HOURS_PER_YEAR = 8760.0
 
@@ -148,6 +149,9 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
     summary["coverage"] = scope_coverage_summary(frame)
     summary["total_cost"] = json_value(frame["total_cost"].sum(min_count=1))
+    # Money is never added across currencies: per currency, and no mixed total.
+    summary["money_by_currency"] = money_by_currency(frame)
+    summary = without_mixed_money(summary, frame["currency"].nunique())
     results = {
         **base,
         "summary": summary,

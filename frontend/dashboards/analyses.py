@@ -28,6 +28,7 @@ from access.roles import PLANNER, has_role
 from config.bounds import WithinDates
 from frontend import charts
 from frontend.dashboards import analysis_selectors as sel
+from frontend.dashboards.money import money_context
 from frontend.permissions import role_required
 from inventory.models import Cluster, Pool, Site
 from planner import services
@@ -504,6 +505,7 @@ def analysis_detail(request: HttpRequest, pk: int):
             "money": sel.money_lost(row),
             "currency": sel.scope_currency(results, key),
             "pools": pools,
+            **money_context(request, results, analysis.period_end.date(), key),
             "hetero_pools": [
                 {**p, "strategy_label": sel.STRATEGY_LABELS.get(p.get("strategy"), "")}
                 for p in pools

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST, require_safe
 from access.roles import PLANNER, has_role
 from frontend.dashboards import analyses
 from frontend.dashboards import analysis_selectors as sel
+from frontend.dashboards.money import money_context
 from frontend.permissions import role_required
 from inventory.selectors import clusters_with_pools, fleet_totals, pool_totals
 from planner import services
@@ -53,6 +54,7 @@ def fleet_overview(request: HttpRequest):
             "currency": row.get("currency"),
             "factors": factors.to_dict("records"),
             "money": sel.money_lost(row),
+            **money_context(request, results, analysis.period_end.date()),
             "site_tiles": sel.scope_tiles(results, "site"),
             "cluster_tiles": sel.scope_tiles(results, "cluster"),
             "hetero_pool_ids": {

@@ -1,0 +1,66 @@
+"""Money on the result pages, per currency; one converted figure only on request, with its rate.
+
+``?currency=EUR`` (a reporting currency) converts the per-currency figures with the newest
+admin-entered rate on or before the period's end; each converted figure names its rate.
+Without a rate for every currency the figures stay per currency, and the page says why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pandas as pd
+from django.http import HttpRequest
+
+from frontend.dashboards.analysis_selectors import FACTOR_LABELS, SUMMARY
+from inventory.currency import ISO_4217_CODES, conversions
+from planner.money import converted_total, money_by_currency
+
+
+def scope_pools(results: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The pool rows of one scope of an analysis (``summary``, ``site-<id>``, ``cluster-<id>``)."""
+    pools = results.get("pools") or []
+    if key in ("", SUMMARY):
+        return pools
+    level, _, raw_id = key.partition("-")
+    return [pool for pool in pools if pool.get(f"{level}_id") == int(raw_id)]
+
+
+def money_rows(results: dict[str, Any], key: str = SUMMARY) -> list[dict[str, Any]]:
+    """Per-currency money of one scope (stored for the whole analysis, else from its pools)."""
+    stored = results["summary"].get("money_by_currency") if key in ("", SUMMARY) else None
+    if stored is None:
+        stored = money_by_currency(pd.DataFrame.from_records(scope_pools(results, key)))
+    rows = []
+    for entry in stored:
+        worst = entry.get("worst_factor")
+        rows.append(
+            {
+                **entry,
+                "worst_factor_label": FACTOR_LABELS.get(worst or "", ""),
+                "worst_factor_money": (entry.get("lost_by_factor") or {}).get(worst or ""),
+            }
+        )
+    return rows
+
+
+def reporting_currency(request: HttpRequest) -> str | None:
+    code = (request.GET.get("currency") or "").strip().upper()
+    return code if code in ISO_4217_CODES else None
+
+
+def money_context(
+    request: HttpRequest, results: dict, on: dt.date, key: str = SUMMARY
+) -> dict[str, Any]:
+    """``money_rows``; with a reporting currency also ``converted`` (or ``unconverted``)."""
+    rows = money_rows(results, key)
+    context: dict[str, Any] = {"money_rows": rows, "reporting_currency": None}
+    target = reporting_currency(request)
+    if target is None or not rows:
+        return context
+    rates = conversions([entry["currency"] for entry in rows], target, on)
+    context["reporting_currency"] = target
+    context["converted"] = converted_total(rows, "lost_money", rates, target)
+    context["unconverted"] = sorted(code for code, rate in rates.items() if rate is None)
+    return context
