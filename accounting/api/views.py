@@ -130,6 +130,60 @@ class UsageRecordViewSet(
             raise ValidationError(exc.errors) from exc
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(
+        request={"multipart/form-data": UsageImportSerializer},
+        responses={
+            200: OpenApiResponse(description="What the file holds and where it would go."),
+            400: OpenApiResponse(description="A form field is missing or invalid."),
+            413: OpenApiResponse(UploadTooLargeSerializer, description="The file is too large."),
+        },
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import/preview",
+        parser_classes=[MultiPartParser, FormParser],
+    )
+    def preview_file(self, request):
+        """Preview a sacct, CSV or XLSX file before importing it; nothing is stored.
+
+        Card models found and this cluster's card for each (or why a gres alias is needed),
+        partitions and their pools, teams, time span, counts and skipped lines per reason; for
+        a file that would be refused, its bad lines (``valid: false``).
+        """
+        limit = services.max_upload_bytes()
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        if declared > limit + MULTIPART_OVERHEAD_BYTES:
+            return _too_large(limit)
+        return _preview(request, limit)
+
+
+def _preview(request, limit: int) -> Response:
+    """The preview action's body: same fields and limits as the import, nothing stored."""
+    from accounting.imports.preview import preview_usage
+    from accounting.models import ImportJob
+    from accounting.parsing.layouts import LayoutError, layout_options
+
+    form = UsageImportSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    if data["file"].size > limit:
+        return _too_large(limit)
+    try:
+        options = layout_options(data["kind"], **{name: data.get(name) for name in LAYOUT_FIELDS})
+        job = ImportJob(
+            kind=data["kind"],
+            cluster=data["cluster"],
+            timezone=data["timezone"],
+            exported_at=data.get("exported_at"),
+            parse_options=options,
+        )
+        return Response(preview_usage(job, data["file"]))
+    except LayoutError as exc:
+        raise ValidationError(exc.errors) from exc
+    except services.ImportInputError as exc:
+        raise ValidationError(exc.errors) from exc
+
 
 class ImportJobViewSet(
     TabularListMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet

@@ -176,6 +176,9 @@ MATRIX: dict[str, Entry] = {
     "usage-record-import-file": Entry(
         None, (get(API_NO_GET), post(api_write(400), format="multipart"))
     ),
+    "usage-record-preview-file": Entry(
+        None, (get(API_NO_GET), post(api_write(400), format="multipart"))
+    ),
     "import-job-list": Entry(None, (get(API), get(API, format="csv"))),
     # The fixture's job holds team-a records: hidden from another team (access.scoping).
     "import-job-detail": Entry(pk("import_job"), (get(API_TEAM_A),)),

@@ -157,3 +157,58 @@ def test_skipped_lines_are_reported_per_reason_with_examples(orion, tmp_path, ca
     assert job.warnings == [
         "1 job(s) skipped: GPU partition gpu but no gres/gpu in AllocTRES (e.g. 9001)"
     ]
+
+
+def preview(client, name: str, **fields):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    form = {
+        "file": SimpleUploadedFile(name, (FIXTURES / name).read_bytes()),
+        "kind": "sacct",
+        "cluster": "orion",
+        **fields,
+    }
+    return client.post("/api/v1/usage-records/import/preview/", form, format="multipart")
+
+
+def test_preview_shows_cards_pools_teams_and_skips_and_stores_nothing(orion, client_for, planner):
+    client = client_for(planner)
+    answer = preview(client, "sacct_xdmod_noheader.txt", columns_preset="xdmod")
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["valid"] is True and body["records"] == 3
+    assert body["card_hours"] == pytest.approx(225.0)
+    cards = {row["gres_type"]: row for row in body["cards"]}
+    assert cards["a100"]["card"] == "A100 SXM4 40GB" and cards["a100"]["status"] == "ok"
+    assert cards["h100"]["card_hours"] == pytest.approx(17.0)
+    assert {row["team"]: row["card_hours"] for row in body["teams"]} == pytest.approx(
+        {"lattice": 208.0, "physics": 16.0, "bio": 1.0}
+    )
+    assert body["partitions"] == [
+        {"partition": "gpu", "pool": "gpu", "records": 3, "card_hours": 225.0}
+    ]
+    assert body["first_start"] == "2025-02-03T09:00:00+00:00"
+    assert [row["reason"] for row in body["skipped"]] == [
+        "pending or never started",
+        "no GPU (CPU jobs)",
+    ]
+    assert UsageRecord.objects.count() == 0 and ImportJob.objects.count() == 0
+
+
+def test_preview_asks_for_a_card_when_the_cluster_has_two_variants(orion, client_for, planner):
+    from inventory.models import AcceleratorModel, NodeGroup
+
+    NodeGroup.objects.create(
+        pool=orion.pools.get(),
+        name="a80",
+        accelerator=AcceleratorModel.objects.get(name="A100 SXM4 80GB"),
+        node_count=1,
+        cards_per_node=4,
+    )
+    body = preview(client_for(planner), "sacct_xdmod_noheader.txt", columns_preset="xdmod").json()
+    a100 = {row["gres_type"]: row for row in body["cards"]}["a100"]
+    assert a100["card"] is None
+    assert a100["status"] == "ambiguous: choose the card with a gres alias"
+    assert a100["candidates"] == ["A100 SXM4 40GB", "A100 SXM4 80GB"]
+    refused = preview(client_for(planner), "sacct_xdmod_noheader.txt").json()
+    assert refused["valid"] is False and "no header" in refused["issues"][0]
