@@ -52,7 +52,7 @@ def test_report_xlsx_and_csv_keep_hostile_names_as_text(hostile_fleet, schedule_
     assert book["Summary"]["A1"].data_type == "s"
     values = {cell.value for cell in cells}
     assert {CLUSTER, ACCOUNT, POOL} <= values, "the hostile names are in the workbook"
-    formula_like = [cell for cell in cells if cell.value[:1] in "=+-@＝＋－＠"]
+    formula_like = [cell for cell in cells if cell.value and cell.value[0] in "=+-@＝＋－＠"]
     assert formula_like
     for cell in cells:
         assert cell.data_type == "s", f"{cell.parent.title}!{cell.coordinate} {cell.value!r}"
@@ -61,7 +61,7 @@ def test_report_xlsx_and_csv_keep_hostile_names_as_text(hostile_fleet, schedule_
     rows = list(csv.reader(io.StringIO(render_csv(numbers).decode(), newline="")))
     texts = {cell for row in rows for cell in row}
     assert {"'" + CLUSTER, "'" + ACCOUNT} <= texts
-    assert not [cell for cell in texts if cell[:1] in "=+@＝＋－＠\t\r"]
+    assert not [cell for cell in texts if cell and cell[0] in "=+@＝＋－＠\t\r"]
     assert not [cell for cell in texts if cell.startswith("-") and not _is_number(cell)]
 
 
@@ -88,4 +88,4 @@ def test_generated_report_files_and_e_mail_attachments_are_safe(hostile_fleet):
     )
     texts = {cell for row in rows for cell in row}
     assert {"'" + CLUSTER, "'" + ACCOUNT} <= texts
-    assert not [cell for cell in texts if cell[:1] in "=+@＝＋＠"]
+    assert not [cell for cell in texts if cell and cell[0] in "=+@＝＋＠"]
