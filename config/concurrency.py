@@ -1,26 +1,27 @@
 """ETag and If-Match on API reads and updates, so a client cannot overwrite a change it never saw.
 
-The ETag is a strong validator of the object's representation (a hash of its serialized data
-and version). A PUT or PATCH with an ``If-Match`` that does not match gets 412 naming who
-changed the object and when; without ``If-Match`` the update is applied as before (existing
-clients keep working; docs/export.md). The check and the save share one transaction and the
-row is claimed at its version (`inventory.versioning.claim`), so two concurrent updates with
-the same ETag cannot both succeed.
+The ETag is a strong validator of one object's representation (a hash of its serialized data
+and, where the model has one, its ``version``). A PUT or PATCH with an ``If-Match`` that does
+not match gets 412 naming who changed the object and when; without ``If-Match`` the update is
+applied as before (existing clients keep working; docs/export.md). The check and the save
+share one transaction. A versioned model (`inventory.models.VersionedModel`) is claimed at its
+version by a conditional UPDATE, which serializes concurrent updates on PostgreSQL and SQLite
+alike; other models are locked with SELECT … FOR UPDATE and compared again (PostgreSQL; on
+SQLite, a file-locked database, the window between the check and the write stays open).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC
+from datetime import UTC, datetime
+from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import models, transaction
 from django.utils.http import parse_etags, quote_etag
 from rest_framework import status
 from rest_framework.response import Response
-
-from inventory.versioning import claim, last_change
 
 
 def representation_etag(data, version) -> str:
@@ -36,13 +37,35 @@ def if_match_holds(header: str, current_etag: str) -> bool:
     return "*" in tags or current_etag in tags
 
 
+def claim(model: type[models.Model], pk: Any, opened_version: int) -> bool:
+    """Lock the row if it is still at `opened_version`; call inside the saving transaction."""
+    rows = model._base_manager.filter(pk=pk, version=opened_version)
+    return rows.update(version=opened_version) == 1
+
+
+def last_change(instance: models.Model) -> tuple[str, datetime | None]:
+    """Who saved the object last and when: its history (django-simple-history) if it has one."""
+    history = getattr(instance, "history", None)
+    if history is None:
+        return "someone else", getattr(instance, "updated", None)
+    record = history.select_related("history_user").order_by("-history_date").first()
+    if record is None:
+        return "someone else", None
+    user = record.history_user
+    return (user.get_username() if user else "system"), record.history_date
+
+
+def _is_versioned(instance: models.Model) -> bool:
+    return any(field.name == "version" for field in instance._meta.concrete_fields)
+
+
 class ConditionalUpdateMixin:
-    """For a ModelViewSet whose model is an `inventory.models.VersionedModel`."""
+    """ETag on GET/PUT/PATCH of one object of a ModelViewSet; If-Match checked on updates."""
 
     def _etag(self, instance, data=None) -> str:
         if data is None:
             data = self.get_serializer(instance).data
-        return representation_etag(data, instance.version)
+        return representation_etag(data, getattr(instance, "version", ""))
 
     def retrieve(self, request, *args, **kwargs):
         instance = self.get_object()
@@ -55,10 +78,8 @@ class ConditionalUpdateMixin:
         with transaction.atomic():
             instance = self.get_object()
             if if_match is not None:
-                current = self._etag(instance)
-                if not if_match_holds(if_match, current) or not claim(
-                    type(instance), instance.pk, instance.version
-                ):
+                instance = self._current_locked(instance, if_match)
+                if instance is None:
                     return self._precondition_failed()
             serializer = self.get_serializer(instance, data=request.data, partial=partial)
             serializer.is_valid(raise_exception=True)
@@ -67,6 +88,16 @@ class ConditionalUpdateMixin:
             instance._prefetched_objects_cache = {}
         data = self.get_serializer(instance).data
         return Response(data, headers={"ETag": self._etag(instance, data)})
+
+    def _current_locked(self, instance, if_match: str):
+        """The object, locked, when If-Match still holds; None when it does not."""
+        model = type(instance)
+        if _is_versioned(instance):
+            holds = if_match_holds(if_match, self._etag(instance))
+            return instance if holds and claim(model, instance.pk, instance.version) else None
+        list(model._base_manager.select_for_update().filter(pk=instance.pk).values_list("pk"))
+        instance = self.get_object()  # read again under the lock
+        return instance if if_match_holds(if_match, self._etag(instance)) else None
 
     def _precondition_failed(self) -> Response:
         fresh = self.get_object()

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.generic import CreateView, DeleteView, DetailView, ListView, TemplateView
 from django.views.generic.edit import UpdateView
 
+from config.concurrency import claim
 from frontend import filters
 from frontend.forms import OPENED_VERSION, add_opened_version
 from frontend.permissions import PlannerRequiredMixin, RoleRequiredMixin
@@ -41,7 +42,7 @@ from inventory.selectors import (
     site_totals_prefetched,
     sites_with_clusters,
 )
-from inventory.versioning import claim, conflict_since
+from inventory.versioning import conflict_since
 
 LIST_URL_NAMES = {
     Site: "frontend:site-list",

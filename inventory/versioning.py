@@ -1,9 +1,9 @@
 """Optimistic locking of inventory objects: an edit names the version it started from.
 
-Every save raises ``version`` (`inventory.models.VersionedModel`). An edit first *claims* the
-row at the version it was opened at, in the same transaction as its save: a conditional
-UPDATE that matches no row when someone saved in between (on PostgreSQL it also waits for a
-concurrent writer's commit, on SQLite for the database write lock), so a stale edit is refused
+Every save raises ``version`` (`inventory.models.VersionedModel`). An edit first claims the
+row at the version it was opened at (`config.concurrency.claim`), in the same transaction as
+its save: a conditional UPDATE that matches no row when someone saved in between (PostgreSQL
+waits for a concurrent writer's commit, SQLite for the write lock), so a stale edit is refused
 instead of silently reverting the other one. The history (django-simple-history) says who
 changed what since.
 """
@@ -16,11 +16,7 @@ from typing import Any
 
 from django.db import models
 
-
-def claim(model: type[models.Model], pk: Any, opened_version: int) -> bool:
-    """Lock the row if it is still at `opened_version`; call inside the saving transaction."""
-    rows = model._base_manager.filter(pk=pk, version=opened_version)
-    return rows.update(version=opened_version) == 1
+from config.concurrency import last_change
 
 
 @dataclass(frozen=True)
@@ -61,15 +57,6 @@ def shown(field: models.Field, value: Any) -> str:
     if isinstance(field, models.BooleanField):
         return "yes" if value else "no"
     return str(value)
-
-
-def last_change(instance: models.Model) -> tuple[str, datetime | None]:
-    """Who saved the object last and when, from its history ("system" without a user)."""
-    record = instance.history.select_related("history_user").order_by("-history_date").first()
-    if record is None:
-        return "someone", None
-    user = record.history_user
-    return (user.get_username() if user else "system"), record.history_date
 
 
 def conflict_since(

@@ -43,6 +43,7 @@ from accounting.filtersets import (
     UsageRecordFilterSet,
 )
 from accounting.models import GresAlias, ImportJob, PartitionMapping, SreportUtilization
+from config.concurrency import ConditionalUpdateMixin
 from config.exporting import RowsView, TabularListMixin
 from planner.engine.cost import CostInputError
 
@@ -213,7 +214,7 @@ class ImportJobViewSet(
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-class GresAliasViewSet(TabularListMixin, viewsets.ModelViewSet):
+class GresAliasViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     """Gres type → catalog card model; these rows win over the built-in alias table."""
 
     queryset = GresAlias.objects.select_related("accelerator")
@@ -222,7 +223,7 @@ class GresAliasViewSet(TabularListMixin, viewsets.ModelViewSet):
     search_fields = ["gres_type", "accelerator__name"]
 
 
-class PartitionMappingViewSet(TabularListMixin, viewsets.ModelViewSet):
+class PartitionMappingViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     """Slurm partition → pool (and card model for untyped gres/gpu=N), per cluster."""
 
     queryset = PartitionMapping.objects.select_related("cluster", "pool", "accelerator")

@@ -12,8 +12,8 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from config.concurrency import ConditionalUpdateMixin
 from config.exporting import TabularListMixin
-from inventory.api.concurrency import ConditionalUpdateMixin
 from inventory.api.serializers import (
     AcceleratorModelSerializer,
     ClusterSerializer,

@@ -16,6 +16,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from access.roles import ADMIN, PLANNER, VIEWER
+from config.concurrency import ConditionalUpdateMixin
 from config.exporting import TabularListMixin
 from reports import content, selectors, services
 from reports.api.serializers import (
@@ -29,7 +30,7 @@ from reports.models import FILE_FORMATS
 from reports.views import DOWNLOAD_TYPES
 
 
-class ReportScheduleViewSet(TabularListMixin, viewsets.ModelViewSet):
+class ReportScheduleViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     queryset = selectors.schedules_queryset()
     serializer_class = ReportScheduleSerializer
     filterset_fields = ["scope", "template", "frequency", "enabled"]

@@ -216,7 +216,7 @@ def test_two_concurrent_claims_of_one_version_let_exactly_one_through():
 
     from django.db import close_old_connections, connection, transaction
 
-    from inventory.versioning import claim
+    from config.concurrency import claim
 
     site = Site.objects.create(name="Race")
     first_claimed, results = threading.Event(), {}
@@ -247,3 +247,26 @@ def test_two_concurrent_claims_of_one_version_let_exactly_one_through():
     close_old_connections()
     assert results == {"first": True, "second": False}
     assert Site.objects.get(pk=site.pk).location == "first"
+
+
+def test_report_schedules_and_gres_aliases_check_if_match_too(client_for, fleet_admin):
+    from accounting.models import GresAlias
+    from inventory.catalog import load_catalog
+    from inventory.models import AcceleratorModel
+    from tests.reports.test_api import SCHEDULES, VALID
+
+    client = client_for(fleet_admin)
+    created = client.post(SCHEDULES, VALID, format="json")
+    assert created.status_code == 201
+    load_catalog(AcceleratorModel)
+    alias = GresAlias.objects.create(
+        gres_type="hopper", accelerator=AcceleratorModel.objects.first()
+    )
+    for url, change in [
+        (f"{SCHEDULES}{created.json()['id']}/", {"name": "renamed"}),
+        (f"/api/v1/gres-aliases/{alias.pk}/", {"notes": "renamed"}),
+    ]:
+        etag = client.get(url)["ETag"]
+        assert client.patch(url, change, format="json", HTTP_IF_MATCH=etag).status_code == 200
+        stale = client.patch(url, change, format="json", HTTP_IF_MATCH=etag)
+        assert stale.status_code == 412 and "If-Match" in stale.json()["detail"]
