@@ -182,3 +182,29 @@ def start_import(form: UsageImportForm, user) -> ImportJob | None:
                 field = "pasted_text"
             form.add_error(field if field in form.fields else None, message)
         return None
+
+
+def preview_import(form: UsageImportForm) -> dict | None:
+    """The file's preview (nothing stored); None when the form or its options were refused."""
+    from accounting.imports.preview import preview_usage
+    from accounting.parsing.layouts import LayoutError, layout_options
+
+    if not form.is_valid():
+        return None
+    data = form.cleaned_data
+    try:
+        options = layout_options(
+            data["kind"], **{name: data.get(name) or None for name in LAYOUT_FIELDS}
+        )
+        job = ImportJob(
+            kind=data["kind"],
+            cluster=data["cluster"],
+            timezone=data["timezone"].strip(),
+            exported_at=data.get("exported_at"),
+            parse_options=options,
+        )
+        return preview_usage(job, form.upload())
+    except (LayoutError, services.ImportInputError) as exc:
+        for field, message in exc.errors.items():
+            form.add_error(field if field in form.fields else None, message)
+        return None

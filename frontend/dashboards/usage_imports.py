@@ -23,7 +23,12 @@ from accounting import services
 from accounting.models import ImportJob, ImportStatus
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
 from config.dispatch import WORKERS_UNAVAILABLE
-from frontend.forms_usage_import import ADVANCED_FIELDS, UsageImportForm, start_import
+from frontend.forms_usage_import import (
+    ADVANCED_FIELDS,
+    UsageImportForm,
+    preview_import,
+    start_import,
+)
 from frontend.permissions import role_required
 
 JOBS_PER_PAGE = 50
@@ -54,8 +59,12 @@ def split_issue(text: str) -> dict[str, str]:
 
 @role_required(read_role=PLANNER)
 def usage_import(request: HttpRequest):
-    status = 200
-    if request.method == "POST":
+    status, preview = 200, None
+    if request.method == "POST" and request.POST.get("action") == "preview":
+        form = UsageImportForm(request.POST, request.FILES)
+        preview = preview_import(form)
+        status = 200 if preview is not None else 400
+    elif request.method == "POST":
         form = UsageImportForm(request.POST, request.FILES)
         job = start_import(form, request.user)
         if job is not None:
@@ -68,6 +77,7 @@ def usage_import(request: HttpRequest):
         form = UsageImportForm()
     context = {
         "form": form,
+        "preview": preview,
         "main_fields": [form[name] for name in form.fields if name not in ADVANCED_FIELDS],
         "advanced_fields": [form[name] for name in ADVANCED_FIELDS],
         "required_columns": REQUIRED_TABLE_COLUMNS,

@@ -212,3 +212,37 @@ def test_preview_asks_for_a_card_when_the_cluster_has_two_variants(orion, client
     assert a100["candidates"] == ["A100 SXM4 40GB", "A100 SXM4 80GB"]
     refused = preview(client_for(planner), "sacct_xdmod_noheader.txt").json()
     assert refused["valid"] is False and "no header" in refused["issues"][0]
+
+
+def test_upload_page_previews_without_storing(orion, client, planner):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(planner)
+    snowman = (FIXTURES / "sacct_snowman_tot.txt").read_bytes()
+    response = client.post(
+        "/usage/import/",
+        {
+            "cluster": orion.pk,
+            "kind": "sacct",
+            "timezone": "UTC",
+            "action": "preview",
+            "file": SimpleUploadedFile("snowman.txt", snowman),
+        },
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-preview="card-hours">22.0<' in html  # 16 (physics) + 6 (MIG, lattice)
+    assert 'data-gres="a100_3g.20gb"' in html and "A100 SXM4 40GB" in html
+    assert ImportJob.objects.count() == 0 and UsageRecord.objects.count() == 0
+    refused = client.post(
+        "/usage/import/",
+        {
+            "cluster": orion.pk,
+            "kind": "sreport",
+            "timezone": "UTC",
+            "action": "preview",
+            "pasted_text": "Cluster|TRES Name|Allocated\n",
+        },
+    )
+    assert refused.status_code == 400
+    assert "Preview reads job files" in refused.content.decode()
