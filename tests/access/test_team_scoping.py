@@ -1,6 +1,7 @@
 """Team scoping: a viewer tied to team-a never sees team-b or team-c rows, in the API (JSON,
 CSV, XLSX), export links and background exports (run as their owner), the Usage and Costs
-pages, their chart downloads, and reports. Viewers without a team see every team."""
+pages, their chart downloads, and reports. Viewers with the fleet-wide grant (the fixtures'
+default, `tests.conftest.make_user`) see every team."""
 
 from __future__ import annotations
 

@@ -37,6 +37,10 @@ HOSTILE_TEXT = [
     "back\\slash 'quote'",
     "ünïcödé 中文",
     "-١",  # not ASCII digits: a spreadsheet reads it as text, so it is defused
+    "＝1+1",  # full-width forms: defused in SQL too (config.cellsafety)
+    "＋cmd",
+    "－A1",
+    "＠SUM(A1)",
 ]
 
 

@@ -322,7 +322,8 @@ def test_the_job_page_reads_the_job_in_few_queries(
         kind="sacct", cluster=alpha, source_name="x.txt", status="failed", issues=["odd"]
     )
     client.force_login(viewer)
-    with django_assert_max_num_queries(4):
+    # Session, user, role, team scope (access.scoping), the job.
+    with django_assert_max_num_queries(5):
         html = client.get(detail_url(job.pk)).content.decode()
     # An issue that is not "line N, column X: reason" still shows, whole.
     assert "<td>odd</td>" in html
