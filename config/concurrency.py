@@ -74,13 +74,10 @@ class ConditionalUpdateMixin:
 
     def update(self, request, *args, **kwargs):
         partial = kwargs.pop("partial", False)
-        if_match = request.headers.get("If-Match")
         with transaction.atomic():
-            instance = self.get_object()
-            if if_match is not None:
-                instance = self._current_locked(instance, if_match)
-                if instance is None:
-                    return self._precondition_failed()
+            instance = self.checked_for_update(self.get_object())
+            if isinstance(instance, Response):
+                return instance
             serializer = self.get_serializer(instance, data=request.data, partial=partial)
             serializer.is_valid(raise_exception=True)
             self.perform_update(serializer)
@@ -89,15 +86,25 @@ class ConditionalUpdateMixin:
         data = self.get_serializer(instance).data
         return Response(data, headers={"ETag": self._etag(instance, data)})
 
-    def _current_locked(self, instance, if_match: str):
-        """The object, locked, when If-Match still holds; None when it does not."""
+    def checked_for_update(self, instance):
+        """The object to update, locked, when If-Match is absent or holds; else the 412.
+
+        Call inside the updating transaction: the lock lasts until it ends.
+        """
+        if_match = self.request.headers.get("If-Match")
+        if if_match is None:
+            return instance
         model = type(instance)
         if _is_versioned(instance):
             holds = if_match_holds(if_match, self._etag(instance))
-            return instance if holds and claim(model, instance.pk, instance.version) else None
+            if holds and claim(model, instance.pk, instance.version):
+                return instance
+            return self._precondition_failed()
         list(model._base_manager.select_for_update().filter(pk=instance.pk).values_list("pk"))
         instance = self.get_object()  # read again under the lock
-        return instance if if_match_holds(if_match, self._etag(instance)) else None
+        if if_match_holds(if_match, self._etag(instance)):
+            return instance
+        return self._precondition_failed()
 
     def _precondition_failed(self) -> Response:
         fresh = self.get_object()

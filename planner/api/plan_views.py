@@ -7,6 +7,7 @@ or an administrator changes, recomputes or deletes it.
 from __future__ import annotations
 
 import django_filters
+from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -15,6 +16,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 
 from access.permissions import RolePermission
+from config.concurrency import ConditionalUpdateMixin
 from config.exporting import TabularListMixin
 from planner import plans
 from planner.api.plan_serializers import (
@@ -53,7 +55,7 @@ def _input_errors(exc: plans.PlanInputError) -> ValidationError:
     return ValidationError(exc.errors)
 
 
-class PlanViewSet(TabularListMixin, viewsets.ModelViewSet):
+class PlanViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
     permission_classes = [RolePermission, PlanOwnerOrAdmin]
     filterset_class = PlanFilterSet
     ordering_fields = ["created", "updated", "name", "status"]
@@ -87,16 +89,20 @@ class PlanViewSet(TabularListMixin, viewsets.ModelViewSet):
 
         A PATCH replaces whole sections (workload, options_spec, overrides, levers).
         """
-        plan = self.get_object()
-        current = {key: getattr(plan, key) for key in ("name", *plans.INPUT_FIELDS)}
-        merged = {**current, **request.data} if partial else request.data
-        payload = PlanInputSerializer(data=merged)
-        payload.is_valid(raise_exception=True)
-        try:
-            plan = plans.update_plan(plan, **payload.validated_data)
-        except plans.PlanInputError as exc:
-            raise _input_errors(exc) from exc
-        return self._detail(plan, status.HTTP_200_OK)
+        with transaction.atomic():
+            plan = self.checked_for_update(self.get_object())  # If-Match: 412 when stale
+            if isinstance(plan, Response):
+                return plan
+            current = {key: getattr(plan, key) for key in ("name", *plans.INPUT_FIELDS)}
+            merged = {**current, **request.data} if partial else request.data
+            payload = PlanInputSerializer(data=merged)
+            payload.is_valid(raise_exception=True)
+            try:
+                plan = plans.update_plan(plan, **payload.validated_data)
+            except plans.PlanInputError as exc:
+                raise _input_errors(exc) from exc
+        data = self.get_serializer(plan).data
+        return Response(data, headers={"ETag": self._etag(plan, data)})
 
     @extend_schema(request=PlanInputSerializer, responses=PlanSerializer)
     def partial_update(self, request, pk=None):

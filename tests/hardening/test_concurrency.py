@@ -270,3 +270,18 @@ def test_report_schedules_and_gres_aliases_check_if_match_too(client_for, fleet_
         assert client.patch(url, change, format="json", HTTP_IF_MATCH=etag).status_code == 200
         stale = client.patch(url, change, format="json", HTTP_IF_MATCH=etag)
         assert stale.status_code == 412 and "If-Match" in stale.json()["detail"]
+
+
+def test_plan_updates_check_if_match(client_for, planner, demo_fleet):
+    from tests.planner_api.conftest import PLANS, plan_payload
+
+    client = client_for(planner)
+    created = client.post(PLANS, plan_payload(), format="json")
+    assert created.status_code == 202
+    url = f"{PLANS}{created.json()['id']}/"
+    etag = client.get(url)["ETag"]
+    renamed = client.patch(url, {"name": "renamed"}, format="json", HTTP_IF_MATCH=etag)
+    assert renamed.status_code == 200 and renamed["ETag"] != etag
+    stale = client.patch(url, {"name": "again"}, format="json", HTTP_IF_MATCH=etag)
+    assert stale.status_code == 412
+    assert client.get(url).json()["name"] == "renamed"
