@@ -57,6 +57,11 @@ LIMITS: dict[str, Limit] = {
     "history_days": Limit(0, 3_650, "days", "ten years of usage records"),
     "object_id": Limit(1, 2**53, "", "a database key; 2^53 is exact as a JSON number"),
     "microbatches": Limit(1, 10_000_000, "micro-batches", "as the global batch"),
+    # The serving workload (planner.engine.inference)
+    "head_dim": Limit(1, 4_096, "", "published models use 64 to 256 per head"),
+    "requests_per_s": Limit(1e-6, 1e9, "requests/s", "≈1000× the largest published services"),
+    "serving_tokens_per_s": Limit(1e-6, 1e12, "tokens/s", "≈1000× the largest published fleets"),
+    "latency_ms": Limit(0.001, 3_600_000, "ms", "from a microsecond to an hour"),
     # Factors and shares
     "share": Limit(1e-6, 1, "", "a factor dividing the run time, so kept above zero"),
     "share_or_zero": Limit(0, 1, "", "a share of a whole"),
