@@ -54,21 +54,40 @@ class GresAlias(models.Model):
     normalized (lower case, vendor prefix dropped), so ``NVIDIA-H100`` and ``h100`` are one key.
     """
 
-    gres_type = models.CharField(max_length=100, unique=True)
+    gres_type = models.CharField(max_length=100)
     accelerator = models.ForeignKey(
         AcceleratorModel, on_delete=models.PROTECT, related_name="gres_aliases"
+    )
+    cluster = models.ForeignKey(
+        Cluster,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="gres_aliases",
+        help_text="Only for this cluster (e.g. which A100 'a100' means there); empty: all.",
     )
     notes = models.CharField(max_length=250, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["gres_type"]
+        ordering = ["gres_type", "cluster"]
         verbose_name = "gres alias"
         verbose_name_plural = "gres aliases"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gres_type"],
+                condition=models.Q(cluster__isnull=True),
+                name="gres_alias_unique_for_all_clusters",
+            ),
+            models.UniqueConstraint(
+                fields=["gres_type", "cluster"], name="gres_alias_unique_per_cluster"
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.gres_type} → {self.accelerator}"
+        where = f" on {self.cluster}" if self.cluster_id else ""
+        return f"{self.gres_type} → {self.accelerator}{where}"
 
     def save(self, *args, **kwargs) -> None:
         self.gres_type = normalize_gres_type(self.gres_type)

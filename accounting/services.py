@@ -39,6 +39,7 @@ import pandas as pd
 from django.conf import settings
 from django.core.exceptions import SuspiciousFileOperation
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
@@ -157,10 +158,15 @@ def find_cluster(reference: str | int) -> Cluster:
     return found[0]
 
 
-def gres_aliases() -> dict[str, str]:
-    """The parser's default alias table with the user's rows (GresAlias) winning."""
+def gres_aliases(cluster: Cluster | None = None) -> dict[str, str]:
+    """The parser's default alias table with the user's rows (GresAlias) winning; with a
+    cluster, its own rows win over the rows for all clusters."""
     table = {normalize_gres_type(key): model for key, model in DEFAULT_GRES_ALIASES.items()}
-    for gres_type, model in GresAlias.objects.values_list("gres_type", "accelerator__name"):
+    rows = GresAlias.objects.filter(cluster__isnull=True)
+    if cluster is not None:
+        rows = rows | GresAlias.objects.filter(cluster=cluster)
+    ordered = rows.order_by(F("cluster_id").asc(nulls_first=True))
+    for gres_type, model in ordered.values_list("gres_type", "accelerator__name"):
         table[normalize_gres_type(gres_type)] = model
     return table
 
@@ -203,12 +209,11 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
     ).values_list("pool_id", "accelerator_id", "accelerator__name"):
         holders.setdefault(accelerator_id, set()).add(pool_id)
         models_in_cluster.add(name)
-    user_keys = {
-        normalize_gres_type(key) for key in GresAlias.objects.values_list("gres_type", flat=True)
-    }
+    own = GresAlias.objects.filter(Q(cluster__isnull=True) | Q(cluster=cluster))
+    user_keys = {normalize_gres_type(key) for key in own.values_list("gres_type", flat=True)}
     return ClusterContext(
         cluster=cluster,
-        aliases=fit_aliases_to_cluster(gres_aliases(), models_in_cluster, keep=user_keys),
+        aliases=fit_aliases_to_cluster(gres_aliases(cluster), models_in_cluster, keep=user_keys),
         partition_models=partition_models,
         # Untyped gres/gpu=N in a one-model cluster can only be that model.
         default_model=next(iter(models_in_cluster)) if len(models_in_cluster) == 1 else None,

@@ -18,6 +18,7 @@ from accounting.models import (
     SreportUtilization,
     UsageRecord,
 )
+from accounting.parsing import normalize_gres_type
 from accounting.services import ImportInputError, find_cluster
 from config.bounds import WithinDates, date_error
 from inventory.api.serializers import AcceleratorField
@@ -179,7 +180,24 @@ class GresAliasSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = GresAlias
-        fields = ["id", "gres_type", "accelerator", "accelerator_name", "notes"]
+        fields = ["id", "gres_type", "accelerator", "accelerator_name", "cluster", "notes"]
+        extra_kwargs = {"cluster": {"required": False}}
+        validators: list = []  # the check below compares normalized names (both scopes)
+
+    def validate(self, attrs):
+        gres_type = normalize_gres_type(
+            attrs.get("gres_type", getattr(self.instance, "gres_type", ""))
+        )
+        cluster = attrs.get("cluster", getattr(self.instance, "cluster", None))
+        same = GresAlias.objects.filter(gres_type=gres_type, cluster=cluster)
+        if self.instance is not None:
+            same = same.exclude(pk=self.instance.pk)
+        if same.exists():
+            where = f"cluster {cluster.name}" if cluster else "all clusters"
+            raise serializers.ValidationError(
+                {"gres_type": f'"{gres_type}" already has an alias for {where}.'}
+            )
+        return attrs
 
 
 class PartitionMappingSerializer(serializers.ModelSerializer):

@@ -66,7 +66,7 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
     )
     from accounting.services import gres_aliases
 
-    catalog = gres_aliases()
+    catalog = gres_aliases(context.cluster)
     rows = []
     grouped = usage.assign(gres_type=usage["gres_type"].fillna("(untyped)")).groupby(
         "gres_type", dropna=False
@@ -82,7 +82,7 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
         elif resolved:
             status = "not in this cluster"
         elif len(candidates) > 1:
-            status = "ambiguous: choose the card with a gres alias"
+            status = "ambiguous: choose the card with a gres alias for this cluster"
         else:
             status = "unknown: add a gres alias"
         rows.append(

@@ -208,7 +208,7 @@ def test_preview_asks_for_a_card_when_the_cluster_has_two_variants(orion, client
     body = preview(client_for(planner), "sacct_xdmod_noheader.txt", columns_preset="xdmod").json()
     a100 = {row["gres_type"]: row for row in body["cards"]}["a100"]
     assert a100["card"] is None
-    assert a100["status"] == "ambiguous: choose the card with a gres alias"
+    assert a100["status"] == "ambiguous: choose the card with a gres alias for this cluster"
     assert a100["candidates"] == ["A100 SXM4 40GB", "A100 SXM4 80GB"]
     refused = preview(client_for(planner), "sacct_xdmod_noheader.txt").json()
     assert refused["valid"] is False and "no header" in refused["issues"][0]
@@ -246,3 +246,37 @@ def test_upload_page_previews_without_storing(orion, client, planner):
     )
     assert refused.status_code == 400
     assert "Preview reads job files" in refused.content.decode()
+
+
+def test_the_card_question_is_answered_with_an_alias_for_this_cluster_only(
+    orion, client_for, planner
+):
+    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
+
+    a80 = AcceleratorModel.objects.get(name="A100 SXM4 80GB")
+    NodeGroup.objects.create(
+        pool=orion.pools.get(), name="a80", accelerator=a80, node_count=1, cards_per_node=4
+    )
+    client = client_for(planner)
+    answer = {"gres_type": "A100", "accelerator": "A100 SXM4 80GB", "cluster": orion.pk}
+    assert client.post("/api/v1/gres-aliases/", answer, format="json").status_code == 201
+    again = client.post("/api/v1/gres-aliases/", answer, format="json")
+    assert again.status_code == 400 and "already has an alias for cluster orion" in again.text
+    run("sacct_xdmod_noheader.txt", "sacct", "--columns-preset", "xdmod", "--no-progress")
+    assert UsageRecord.objects.get(job_id="5003").accelerator == a80
+    # Another cluster with both A100s is still asked, not given orion's answer.
+    other = Cluster.objects.create(
+        site=orion.site, name="vega", commissioned_on=dt.date(2024, 6, 1), capital_cost_per_card=1
+    )
+    pool = Pool.objects.create(cluster=other, name="gpu", planned_utilization=0.7)
+    for name in ("A100 SXM4 40GB", "A100 SXM4 80GB"):
+        NodeGroup.objects.create(
+            pool=pool,
+            name=name,
+            accelerator=AcceleratorModel.objects.get(name=name),
+            node_count=1,
+            cards_per_node=4,
+        )
+    body = preview(client, "sacct_xdmod_noheader.txt", columns_preset="xdmod", cluster="vega")
+    cards = {row["gres_type"]: row for row in body.json()["cards"]}
+    assert cards["a100"]["card"] is None
