@@ -19,6 +19,7 @@ class AcceleratorModelAdmin(admin.ModelAdmin):
         "vendor",
         "dense_bf16_tflops",
         "dense_fp8_tflops",
+        "dense_int8_tops",
         "memory_gb",
         "tdp_w",
         "default_training_mfu",

@@ -22,6 +22,7 @@ def catalog_rows(path: Path = CATALOG_CSV) -> list[dict[str, Any]]:
                 "name": row["model"],
                 "dense_bf16_tflops": float(row["dense_bf16_tflops"]),
                 "dense_fp8_tflops": _optional_float(row["dense_fp8_tflops"]),
+                "dense_int8_tops": _optional_float(row.get("dense_int8_tops") or ""),
                 "memory_gb": float(row["memory_gb"]),
                 "memory_bandwidth_tbs": float(row["memory_bandwidth_tbs"]),
                 "tdp_w": float(row["tdp_w"]),
@@ -45,7 +46,10 @@ def load_catalog(accelerator_model, overwrite: bool = False) -> int:
     Takes the model class so a data migration can pass its historical model.
     """
     written = 0
-    for values in catalog_rows():
+    # An older migration's historical model lacks the columns added after it.
+    known = {field.name for field in accelerator_model._meta.get_fields()}
+    for row in catalog_rows():
+        values = {key: value for key, value in row.items() if key in known}
         name = values.pop("name")
         if overwrite:
             accelerator_model.objects.update_or_create(name=name, defaults=values)

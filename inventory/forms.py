@@ -21,6 +21,7 @@ FIELD_LABELS = {
     "planned_utilization": "Planned utilization (0 to 1)",
     "memory_gb": "Memory (GB)",
     "memory_bandwidth_tbs": "Memory bandwidth (TB/s)",
+    "dense_int8_tops": "Dense INT8 (TOPS)",
     "tdp_w": "TDP (W)",
     "intra_node_interconnect_gbs": "Intra-node interconnect (GB/s)",
     "node_count": "Node count",

@@ -206,6 +206,7 @@ class AcceleratorModel(VersionedModel):
         "name",
         "dense_bf16_tflops",
         "dense_fp8_tflops",
+        "dense_int8_tops",
         "memory_gb",
         "memory_bandwidth_tbs",
         "tdp_w",
@@ -225,6 +226,13 @@ class AcceleratorModel(VersionedModel):
     )
     dense_fp8_tflops = models.FloatField(
         "dense FP8 TFLOPS", null=True, blank=True, validators=[MinValueValidator(0.001)]
+    )
+    dense_int8_tops = models.FloatField(
+        "dense INT8 TOPS",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.001)],
+        help_text="Dense INT8 tensor peak; blank when the card has no INT8 tensor path.",
     )
     memory_gb = models.FloatField(validators=[MinValueValidator(0.001)])
     memory_bandwidth_tbs = models.FloatField(

@@ -22,6 +22,7 @@ FIELD_LIMITS: dict[str, dict[str, str]] = {
     "AcceleratorModel": {
         "dense_bf16_tflops": "card_tflops",
         "dense_fp8_tflops": "card_tflops",
+        "dense_int8_tops": "card_tflops",
         "memory_gb": "memory_gb",
         "memory_bandwidth_tbs": "memory_bandwidth_tbs",
         "tdp_w": "tdp_w",
