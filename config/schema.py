@@ -1,4 +1,4 @@
-"""OpenAPI schema: the spreadsheet formats, ``?fields=`` and conditional GETs, documented.
+"""OpenAPI schema: the spreadsheet formats, ``?fields=``, conditional GETs and If-Match.
 
 Every operation lists JSON, CSV and XLSX responses (the default renderers); CSV and XLSX are
 described as text and a binary file rather than repeating the JSON shape. Row list views
@@ -10,6 +10,7 @@ from __future__ import annotations
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter
 
+from config.concurrency import ConditionalUpdateMixin
 from config.exporting import RowsView
 from config.filters import FieldSelectionFilter
 
@@ -41,7 +42,20 @@ class ExportAutoSchema(AutoSchema):
             parameters.append(
                 OpenApiParameter("fields", str, description=FieldSelectionFilter.description)
             )
+        if self._checks_if_match():
+            parameters.append(
+                OpenApiParameter(
+                    "If-Match",
+                    str,
+                    OpenApiParameter.HEADER,
+                    description="The ETag you read; 412 when the object changed since. "
+                    "Without it the update is applied.",
+                )
+            )
         return parameters
+
+    def _checks_if_match(self) -> bool:
+        return self.method in ("PUT", "PATCH") and isinstance(self.view, ConditionalUpdateMixin)
 
     def _get_response_for_code(
         self, serializer, status_code, media_types=None, direction="response"
@@ -59,5 +73,10 @@ class ExportAutoSchema(AutoSchema):
             responses["304"] = {
                 "description": "Not modified: the ETag (If-None-Match) or Last-Modified "
                 "(If-Modified-Since) still matches."
+            }
+        if self._checks_if_match():
+            responses["412"] = {
+                "description": "Precondition failed: If-Match does not match the current "
+                "ETag (someone changed the object since you read it)."
             }
         return responses

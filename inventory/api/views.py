@@ -7,7 +7,12 @@ from collections import Counter
 from django.db import router, transaction
 from django.db.models import ProtectedError
 from django.db.models.deletion import Collector
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -58,6 +63,20 @@ class ProtectedDeleteMixin:
     """Refuse to delete an object others still point to, with a 409 that says why; and
     delete what goes with it only when the client confirms with ``?cascade=true``."""
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "cascade", bool, description="true: also delete the rows that depend on it."
+            )
+        ],
+        responses={
+            204: OpenApiResponse(description="Deleted."),
+            409: OpenApiResponse(
+                description="Still in use, or would delete other rows (named, with "
+                "`would_delete` counts) without ?cascade=true."
+            ),
+        },
+    )
     def destroy(self, request, *args, **kwargs):
         instance = self.get_object()
         try:

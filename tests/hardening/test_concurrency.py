@@ -285,3 +285,20 @@ def test_plan_updates_check_if_match(client_for, planner, demo_fleet):
     stale = client.patch(url, {"name": "again"}, format="json", HTTP_IF_MATCH=etag)
     assert stale.status_code == 412
     assert client.get(url).json()["name"] == "renamed"
+
+
+def test_the_schema_documents_if_match_and_412_on_updates():
+    import io
+
+    import yaml
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    paths = yaml.safe_load(out.getvalue())["paths"]
+    for path in ("/api/v1/sites/{id}/", "/api/v1/plans/{id}/", "/api/v1/report-schedules/{id}/"):
+        for method in ("put", "patch"):
+            operation = paths[path][method]
+            headers = [p["name"] for p in operation["parameters"] if p["in"] == "header"]
+            assert "If-Match" in headers and "412" in operation["responses"], (path, method)
+    assert "412" not in paths["/api/v1/sites/{id}/"]["get"]["responses"]

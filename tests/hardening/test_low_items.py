@@ -166,3 +166,17 @@ def test_compose_publishes_the_web_port_on_loopback_only():
         host_ip = port.get("host_ip") if isinstance(port, dict) else port.split(":")[0]
         assert host_ip == "127.0.0.1", port
     assert all("ports" not in service for name, service in services.items() if name != "web")
+
+
+@pytest.mark.django_db
+def test_the_schema_documents_the_delete_confirmation():
+    import io
+
+    import yaml
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    operation = yaml.safe_load(out.getvalue())["paths"]["/api/v1/clusters/{id}/"]["delete"]
+    assert "cascade" in [p["name"] for p in operation["parameters"]]
+    assert "409" in operation["responses"]
