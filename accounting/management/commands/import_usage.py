@@ -29,6 +29,9 @@ class _NoDefaultHostWarning(logging.Filter):
         return "No hostname was supplied" not in record.getMessage()
 
 
+NO_HOST_WARNING = _NoDefaultHostWarning()
+
+
 def _aware(text: str | None, option: str) -> dt.datetime | None:
     if text is None:
         return None
@@ -69,7 +72,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args, **options) -> None:
-        logging.getLogger("kombu.connection").addFilter(_NoDefaultHostWarning())
+        logging.getLogger("kombu.connection").addFilter(NO_HOST_WARNING)
         path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
