@@ -149,3 +149,20 @@ def test_engine_ignores_non_gpu_downtime_rows():
     )
     assert result.loc[0, "down_card_hours"] == 0
     assert result.loc[0, "utilization"] == pytest.approx(8 * 24 / (16 * 672))
+
+
+def test_header_without_banner_needs_unit_and_period_and_cpu_is_still_refused():
+    assert messages("sreport_cpu_header_nobanner.txt")[0].startswith(
+        "line 1, column TRES Name: this is a CPU report"
+    )
+    assert "unknown time unit" in messages("sreport_gpu_header_nobanner.txt")[0]
+    assert "no report period" in messages("sreport_gpu_header_nobanner.txt", time_unit="hours")[0]
+    frame = read_sreport(
+        FIXTURES / "sreport_gpu_header_nobanner.txt",
+        time_unit="hours",
+        period_start=datetime(2025, 2, 1),
+        period_end=datetime(2025, 3, 1),
+    )
+    # Hand count: 5280 allocated card-hours in all, 4100 of them on H100.
+    by_model = frame.groupby(frame["accelerator_model"].fillna("all"))["allocated_card_hours"]
+    assert by_model.sum().to_dict() == {"H100 SXM5 80GB": 4100.0, "all": 5280.0}
