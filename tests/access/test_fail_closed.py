@@ -109,6 +109,9 @@ def test_import_jobs_holding_other_teams_data_are_hidden_and_cannot_be_retried(
     assert client.get(f"/api/v1/import-jobs/{mixed}/").status_code == 404
     assert client.post(f"/api/v1/import-jobs/{mixed}/retry/").status_code == 404
     assert client.get(f"/usage/import/{mixed}/").status_code == 404
+    assert client.post(f"/usage/import/{mixed}/retry/").status_code == 404
+    listed_page = client.get("/usage/imports/").content.decode()
+    assert "mine.csv" in listed_page and team_usage.import_job.source_name not in listed_page
     everyone = client_for(make_user("all", "planner")).get("/api/v1/import-jobs/").json()
     assert {job["id"] for job in everyone["results"]} == {own.pk, mixed}
 

@@ -77,6 +77,8 @@ def writers_in(source: str) -> list[tuple[int, str]]:
                 continue  # only csv's: other .writer() calls are not CSV writers
             if name in WRITER_CALLS:
                 found.append((node.lineno, name))
+            elif name == "load_workbook" and not _read_only(node):
+                found.append((node.lineno, "load_workbook"))  # a writable workbook: saved again?
         elif isinstance(node, ast.ImportFrom) and node.module:
             banned = WRITER_IMPORTS.get(node.module, set())
             if node.module.startswith(WRITER_MODULES):
@@ -85,6 +87,13 @@ def writers_in(source: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name in WRITER_MODULES]
     return found
+
+
+def _read_only(call: ast.Call) -> bool:
+    return any(
+        k.arg == "read_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in call.keywords
+    )
 
 
 def project_modules():
@@ -122,6 +131,8 @@ def test_the_scan_sees_every_kind_of_writer():
         frame.to_excel("x.xlsx")
         frame.to_csv(buffer)
         logging.writer()
+        openpyxl.load_workbook(path)
+        openpyxl.load_workbook(path, read_only=True)
         """
     )
     found = {what for _, what in writers_in(source)}
@@ -134,7 +145,9 @@ def test_the_scan_sees_every_kind_of_writer():
         "DictWriter",
         "to_excel",
         "to_csv",
+        "load_workbook",
     }
+    assert sum(1 for _, what in writers_in(source) if what == "load_workbook") == 1
     assert sum(1 for _, what in writers_in(source) if what == "writer") == 1
 
 
