@@ -93,6 +93,8 @@ OPTIONAL_TABLE_COLUMNS: tuple[str, ...] = (
 HEADER_SYNONYMS: dict[str, str] = {"team": "account"}
 DEFAULT_TABLE_CHUNK_ROWS = 100_000
 DEFAULT_MAX_XLSX_INFLATED_BYTES = 4 * 2**30
+# The documented header has 17 columns; a wider declared sheet is refused unread.
+MAX_XLSX_COLUMNS = 256
 _OFFSET_RE = r"(?:Z|[+-]\d\d:?\d\d)$"
 
 
@@ -244,6 +246,15 @@ def iter_xlsx_chunks(
         raise issues.error() from None
     try:
         sheet = workbook[sheet_name] if sheet_name else workbook.worksheets[0]
+        if (sheet.max_column or 0) > MAX_XLSX_COLUMNS:
+            # Streaming pads every row to the declared width: refuse before the first row.
+            issues.add(
+                1,
+                "*",
+                f"the sheet declares {sheet.max_column:,} columns; a usage sheet has at most "
+                f"{MAX_XLSX_COLUMNS}",
+            )
+            raise issues.error()
         names: list[str] | None = None
         buffer: list[tuple[Any, ...]] = []
         buffer_rows: list[int] = []

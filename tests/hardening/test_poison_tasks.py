@@ -130,6 +130,14 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
+def address_space_limit(pid: int) -> int:
+    """The soft RLIMIT_AS of a process, from /proc (bytes)."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max address space"):
+            return int(line.split()[3])
+    raise AssertionError(f"no address space limit listed for {pid}")
+
+
 def deliveries(task_name: str) -> int:
     row = TaskDelivery.objects.filter(task_name=task_name).first()
     return row.unfinished if row else 0
@@ -196,6 +204,8 @@ def test_a_task_that_kills_its_worker_twice_is_quarantined_and_the_next_task_run
             90,
             f"delivery {death} of the import:\n{log_tail()}",
         )
+        for child in children_of(worker.pid):  # each child runs under the memory limit
+            assert address_space_limit(child) == settings.FLEETWISE_WORKER_MEMORY_LIMIT_MB * 2**20
         for child in children_of(worker.pid):
             os.kill(child, signal.SIGKILL)  # as the OOM killer would
     failed = wait_until(

@@ -154,6 +154,16 @@ def test_peak_memory_follows_the_block_not_the_file(tmp_path):
     assert result.stdout.strip() == "30000"
 
 
+def test_a_usage_sheet_declared_at_xfd1048576_is_refused_unread():
+    from accounting.parsing import iter_xlsx_chunks
+
+    with address_space_cap(), pytest.raises(UsageValidationError) as refused:
+        list(iter_xlsx_chunks(io.BytesIO(one_far_cell_xlsx(declared=True))))
+    assert [str(issue) for issue in refused.value.issues] == [
+        "line 1, column *: the sheet declares 16,384 columns; a usage sheet has at most 256"
+    ]
+
+
 # -- usage uploads: page, API and command -------------------------------------------------------
 
 
