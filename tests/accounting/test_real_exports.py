@@ -289,3 +289,38 @@ def test_the_card_question_is_answered_with_an_alias_for_this_cluster_only(
     body = preview(client, "sacct_xdmod_noheader.txt", columns_preset="xdmod", cluster="vega")
     cards = {row["gres_type"]: row for row in body.json()["cards"]}
     assert cards["a100"]["card"] is None
+
+
+def test_api_takes_the_layout_options_and_refuses_bad_ones(orion, client_for, planner):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client = client_for(planner)
+
+    def post(name: str, **fields):
+        form = {
+            "file": SimpleUploadedFile(name, (FIXTURES / name).read_bytes()),
+            "cluster": "orion",
+            **fields,
+        }
+        return client.post("/api/v1/usage-records/import/", form, format="multipart")
+
+    bad = post("sreport_gpu_noheader_minutes.txt", kind="sreport", time_unit="days")
+    assert bad.status_code == 400 and "time_unit" in bad.json()
+    ok = post(
+        "sreport_gpu_noheader_minutes.txt",
+        kind="sreport",
+        columns_preset="default",
+        time_unit="minutes",
+        report_period_start="2025-02-01T00:00:00Z",
+        report_period_end="2025-03-01T00:00:00Z",
+    )
+    assert ok.status_code == 202, ok.content
+    job = ImportJob.objects.get(pk=ok.json()["id"])
+    assert job.parse_options["time_unit"] == "minutes"
+    assert job.parse_options["columns"][1] == "TRES Name"
+    snowman = post("sacct_snowman_tot.txt", kind="sacct", delimiter="☃", gpuutil="one-gpu")
+    assert snowman.status_code == 202
+    assert ImportJob.objects.get(pk=snowman.json()["id"]).parse_options == {
+        "delimiter": "☃",
+        "gpuutil": "one-gpu",
+    }
