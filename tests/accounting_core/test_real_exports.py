@@ -106,3 +106,21 @@ def test_elapsed_longer_than_end_minus_start_is_refused_by_line():
     good = "\n".join(text.splitlines()[::2]) + "\n"
     frame = read_sacct(io.BytesIO(good.encode()), cluster="orion")
     assert frame["card_hours"].tolist() == [12.0]
+
+
+def test_gpuutil_meaning_follows_the_slurm_version():
+    text = (
+        "JobID|Account|Start|End|Elapsed|State|AllocTRES|TRESUsageInTot\n"
+        "8101|bio|2025-02-01T08:00:00|2025-02-01T10:00:00|02:00:00|COMPLETED|"
+        "gres/gpu:h100=4,gres/gpu=4|\n"
+        "8101.0|bio|2025-02-01T08:00:00|2025-02-01T10:00:00|02:00:00|COMPLETED|"
+        "gres/gpu:h100=4,gres/gpu=4|cpu=02:00:00,gres/gpuutil=80\n"
+    )
+
+    def utilization(**options: object) -> float:
+        frame = read_sacct(io.BytesIO(text.encode()), cluster="orion", **options)
+        return float(frame.loc[0, "gpu_utilization"])
+
+    # Slurm >= 24.05.1: 80 is the sum over 4 GPUs -> 20 % each; before: one GPU's 80 %.
+    assert utilization() == pytest.approx(0.20)
+    assert utilization(gpuutil_summed=False) == pytest.approx(0.80)
