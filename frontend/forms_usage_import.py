@@ -29,8 +29,9 @@ ADVANCED_FIELDS = (
     "columns",
     "delimiter",
     "time_unit",
+    "gpuutil",
 )
-LAYOUT_FIELDS = ("columns", "columns_preset", "delimiter", "time_unit")
+LAYOUT_FIELDS = ("columns", "columns_preset", "delimiter", "time_unit", "gpuutil")
 
 
 class ClusterField(forms.ModelChoiceField):
@@ -114,6 +115,14 @@ class UsageImportForm(forms.Form):
         choices=[("", "From the banner"), ("hours", "hours"), ("minutes", "minutes")]
         + [("seconds", "seconds")],
         help_text="Only for sreport output without its banner (sreport -t).",
+    )
+    gpuutil = forms.ChoiceField(
+        label="sacct gres/gpuutil is",
+        required=False,
+        choices=[
+            ("", "summed over the step's GPUs (Slurm 24.05.1 and later)"),
+            ("one-gpu", "one GPU's figure (Slurm before 24.05.1)"),
+        ],
     )
 
     def __init__(self, *args, **kwargs):
