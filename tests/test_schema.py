@@ -12,7 +12,7 @@ def test_schema_validates_without_warnings():
     out = io.StringIO()
     call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
     schema = yaml.safe_load(out.getvalue())
-    for path in ("effective-time", "pool", "utilization"):
+    for path in ("effective-time", "pool", "utilization", "training", "inference"):
         operation = schema["paths"][f"/api/v1/estimates/{path}/"]["post"]
         assert "requestBody" in operation, path
         assert "200" in operation["responses"], path

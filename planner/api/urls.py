@@ -26,7 +26,7 @@ urlpatterns = [
 # DefaultRouter above keeps the only API root view.
 from rest_framework.routers import SimpleRouter  # noqa: E402
 
-from planner.api import plan_views  # noqa: E402
+from planner.api import inference_views, plan_views  # noqa: E402
 
 plan_router = SimpleRouter()
 plan_router.register("plans", plan_views.PlanViewSet, basename="plan")
@@ -37,5 +37,10 @@ urlpatterns += [
         "estimates/training/",
         plan_views.TrainingEstimateView.as_view(),
         name="estimate-training",
+    ),
+    path(
+        "estimates/inference/",
+        inference_views.InferenceEstimateView.as_view(),
+        name="estimate-inference",
     ),
 ]

@@ -161,6 +161,7 @@ MATRIX: dict[str, Entry] = {
     "estimate-pool": Entry(None, (get(API_NO_GET), post(api_any_role(400)))),
     "estimate-utilization": Entry(None, (get(API_NO_GET), post(api_any_role(400)))),
     "estimate-training": Entry(None, (get(API_NO_GET), post(api_any_role(400)))),
+    "estimate-inference": Entry(None, (get(API_NO_GET), post(api_any_role(400)))),
     "plan-list": Entry(None, (get(API), get(API, format="csv"), post(api_write(400)))),
     "plan-compare": Entry(None, (get(api_any_role(400)),)),
     # The plan belongs to the planner: its owner and administrators change it.
