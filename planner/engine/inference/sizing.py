@@ -145,6 +145,12 @@ def workload_errors(w: InferenceWorkload) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 
 CARD_COLUMNS = ("accelerator", "memory_gb", "memory_bandwidth_tbs", "dense_bf16_tflops", "tdp_w")
+OPTIONAL_CARD_COLUMNS = (
+    "dense_fp8_tflops",
+    "dense_int8_tops",
+    "rental_price_per_card_hour",
+    "list_price",
+)
 # Option rows one evaluation may hold (~40 columns of 8 bytes: 200,000 rows ≈ 64 MB).
 MAX_OPTION_ROWS = 200_000
 _PEAK_COLUMN = {"fp8": "dense_fp8_tflops", "int8": "dense_int8_tops"}
@@ -168,7 +174,8 @@ def expand_options(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
         raise EngineInputError({"accelerator": f"Card data lacks {', '.join(missing)}."})
     degrees = tp_candidates(w)
     check_grid("accelerator", float(len(cards)) * max(len(degrees), 1), MAX_OPTION_ROWS)
-    frame = cards.loc[cards.index.repeat(len(degrees))].reset_index(drop=True)
+    used = [c for c in (*CARD_COLUMNS, *OPTIONAL_CARD_COLUMNS) if c in cards.columns]
+    frame = cards.loc[cards.index.repeat(len(degrees)), used].reset_index(drop=True)
     frame["tp"] = np.tile(degrees, len(cards))
     return frame
 
