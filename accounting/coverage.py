@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from django.db.models import Max, Min
 
-from accounting.models import SreportUtilization, UsageRecord
+from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
 from planner.engine.coverage import (
     MIN_COVERED_SHARE,
     WINDOW_COLUMNS,
@@ -137,3 +137,23 @@ def scope_coverage_summary(rows: pd.DataFrame) -> dict[str, Any] | None:
         "text": text,
         "reason": reason,
     }
+
+
+def import_stale_reason(job: ImportJob) -> str:
+    """Why an import makes analyses stale, e.g. "usage imported for cluster alpha, 2026-11-02
+    to 2026-11-19" (the span of the rows this import wrote)."""
+    if job.kind == ImportKind.SREPORT:
+        what, rows, first, last = (
+            "sreport",
+            SreportUtilization.objects,
+            "period_start",
+            "period_end",
+        )
+    else:
+        what, rows, first, last = "usage", UsageRecord.objects, "start", "end"
+    span = rows.filter(import_job=job).aggregate(first=Min(first), last=Max(last))
+    reason = f"{what} imported for cluster {job.cluster.name}"
+    if span["first"] is not None and span["last"] is not None:
+        last_day = (span["last"] - dt.timedelta(microseconds=1)).date()
+        reason += f", {span['first'].date():%Y-%m-%d} to {last_day:%Y-%m-%d}"
+    return reason + "."

@@ -43,6 +43,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
+from accounting.coverage import import_stale_reason
 from accounting.models import (
     GresAlias,
     ImportJob,
@@ -732,8 +733,8 @@ def import_file(
         else:
             _import_usage(job, source, context, counts, progress)
         if counts.records_created or counts.records_updated:
-            # Analyses of this cluster now have new measured inputs.
-            planner_services.mark_stale("cluster", [job.cluster_id])
+            # Analyses of this cluster now have new measured inputs: say which.
+            planner_services.mark_stale("cluster", [job.cluster_id], import_stale_reason(job))
             from accounting.rollups import queue_refresh
 
             queue_refresh([job.cluster_id])  # the dashboards' daily sums, after the commit

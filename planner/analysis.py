@@ -7,6 +7,7 @@ the engine for one part of an analysis, `summarise` aggregates the parts to the 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
@@ -77,6 +78,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
         ]
     )
     result["cost_per_card_h"] = cost_per_card_h
+    result["factor_note"] = np.where(result["purpose"] == "inference", INFERENCE_NOTE, "")
     result["card_mix"] = [
         {name: int(count) for name, count in mix.loc[pool_id].items()} for pool_id in result.index
     ]
@@ -105,6 +107,20 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
     if groups.empty:
         return [], inputs
     return json_rows(evaluate_frames(pools, groups), index=True), inputs
+
+
+INFERENCE_NOTE = (
+    "inference pool: training factors do not apply (MFU, scaling and effective training "
+    "time are defined for training jobs; serving factors are not modeled yet)"
+)
+
+
+def inference_notes(frame: pd.DataFrame) -> list[str]:
+    """Name the inference pools whose figures are training factors, so no one reads them as such."""
+    names = sorted(frame.loc[frame["purpose"] == "inference", "pool"].astype(str))
+    if not names:
+        return []
+    return [f"{', '.join(names)}: {INFERENCE_NOTE}; included in the totals as computed."]
 
 
 def _aggregate(frame: pd.DataFrame, by: list[str]) -> list[dict]:
@@ -148,6 +164,7 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
     summary = json_rows(aggregate_factors(frame, None), index=True)[0]
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
     summary["coverage"] = scope_coverage_summary(frame)
+    summary["notes"] = inference_notes(frame)
     summary["total_cost"] = json_value(frame["total_cost"].sum(min_count=1))
     # Money is never added across currencies: per currency, and no mixed total.
     summary["money_by_currency"] = money_by_currency(frame)

@@ -41,6 +41,11 @@ class Analysis(models.Model):
     stale = models.BooleanField(
         default=False, help_text="The inventory changed after the last successful run."
     )
+    stale_reason = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="What changed since the last run, e.g. usage imported for a cluster.",
+    )
     run_id = models.UUIDField(default=uuid.uuid4, editable=False)
     parts_total = models.PositiveIntegerField(default=0)
     parts_done = models.PositiveIntegerField(default=0)

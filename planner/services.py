@@ -162,6 +162,7 @@ def finish(analysis_id: int, run_id: str, *, results: dict, input_snapshot: dict
         analysis.duration_s = (now - (analysis.started_at or now)).total_seconds()
         # Edits made while this run was computing are not in it.
         analysis.stale = False
+        analysis.stale_reason = ""
         analysis.save()
         analysis.parts.exclude(run_id=run_id).delete()
     return True
@@ -174,11 +175,15 @@ def fail(analysis_id: int, run_id: str, reason: str) -> None:
     )
 
 
-def mark_stale(level: str, ids: list[int] | None = None) -> int:
-    """Flag analyses whose inputs an inventory edit touched.
+STALE_INVENTORY = "The inventory changed after this run."
+
+
+def mark_stale(level: str, ids: list[int] | None = None, reason: str = STALE_INVENTORY) -> int:
+    """Flag analyses whose inputs an inventory edit (or a usage import) touched.
 
     An edit at `level` (site, cluster, pool, or "catalog" for the card catalog) touches that
-    object, everything inside it and everything containing it, never its siblings.
+    object, everything inside it and everything containing it, never its siblings. ``reason``
+    names what changed; the latest one is kept.
     """
     if level == "catalog":
         affected = Q()
@@ -210,4 +215,7 @@ def mark_stale(level: str, ids: list[int] | None = None) -> int:
             | Q(scope=Scope.CLUSTER, object_id__in=cluster_ids)
             | Q(scope=Scope.SITE, object_id__in=site_ids)
         )
-    return Analysis.objects.filter(affected, stale=False).update(stale=True)
+    matching = Analysis.objects.filter(affected)
+    newly_stale = matching.filter(stale=False).update(stale=True, stale_reason=reason[:300])
+    matching.filter(stale=True).update(stale_reason=reason[:300])  # the latest change
+    return newly_stale

@@ -18,6 +18,7 @@ from reports import periods
 from reports import selectors as report_selectors
 from reports.models import ReportSchedule, ReportScope, ReportTemplate
 
+NO_DATA = "—"  # how a figure without data reads (never 0, never "n/a USD")
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how "about $N a month" scales a period's loss
 TOP_IDLE_POOLS = 5
 RECOMMENDATIONS = 3
@@ -117,9 +118,9 @@ def _finite(value: Any) -> float | None:
 
 
 def money(value: float | None, currency: str | None) -> str:
-    """``$12,345`` for USD, ``12,345 EUR`` otherwise ("n/a" when unknown)."""
+    """``$12,345`` for USD, ``12,345 EUR`` otherwise ("—" when unknown: no data, no unit)."""
     if value is None:
-        return "n/a"
+        return NO_DATA
     if currency == "USD":
         return f"${value:,.0f}"
     return f"{value:,.0f} {currency or ''}".strip()
@@ -205,7 +206,18 @@ def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
     }
 
 
-def _card_hours(rows: list[dict]) -> dict[str, float]:
+def _card_hours(rows: list[dict]) -> dict[str, float | None]:
+    if not rows:  # no usage data in the scope: no figures, not zeros
+        return dict.fromkeys(
+            (
+                "available_card_hours",
+                "allocated_card_hours",
+                "idle_card_hours",
+                "lost_card_hours",
+                "down_card_hours",
+                "allocation_share",
+            )
+        )
     available = sum(row.get("available_card_hours") or 0.0 for row in rows)
     allocated = sum(row.get("allocated_card_hours") or 0.0 for row in rows)
     return {
@@ -368,15 +380,36 @@ def _top_idle_pools(utilization_pools: list[dict], pool_costs: list[dict]) -> li
     return rows[:TOP_IDLE_POOLS]
 
 
+def _rests_on(cluster: str | None, notes: Sequence[str]) -> str:
+    """What a cluster's measured figures rest on: the whole period or the covered days."""
+    prefix = f"Cluster {cluster}: "
+    for note in notes:
+        if note.startswith(prefix):
+            return note[len(prefix) :].split(";")[0]
+    return "usage records cover the whole period"
+
+
 def _recommendations(
-    cost_rows: list[dict], utilization_clusters: list[dict], period: periods.Period
+    cost_rows: list[dict],
+    utilization_clusters: list[dict],
+    period: periods.Period,
+    notes: Sequence[str] = (),
 ) -> list[dict]:
-    """The largest (cluster, factor) losses in money, as plain sentences."""
+    """The largest (cluster, factor) losses in money, as plain sentences.
+
+    Only factors measured from this period's data qualify (a default MFU or a planned
+    utilization is no ground for advice); each sentence says which data it rests on.
+    """
     by_cluster = {row.get("cluster_id"): row for row in utilization_clusters}
     monthly = HOURS_PER_MONTH / period.hours if period.hours > 0 else 0.0
     candidates = []
     for row in cost_rows:
-        lost = row.get("lost_cost_by_factor") or {}
+        provenance = row.get("factor_provenance") or {}
+        lost = {
+            name: value
+            for name, value in (row.get("lost_cost_by_factor") or {}).items()
+            if provenance.get(name) == "measured"
+        }
         top_factor = max(lost, key=lambda name: lost[name] or 0.0) if lost else None
         for factor, value in lost.items():
             if value and value > 0:
@@ -391,9 +424,11 @@ def _recommendations(
         per_month = value * monthly
         label = FACTOR_LABELS[factor]
         lead = "the biggest loss" if largest else "a large loss"
+        rests_on = _rests_on(cluster, notes)
         text = (
             f"{label} is {lead} in cluster {cluster}: {detail}, about "
-            f"{money(per_month, row.get('currency'))} a month. Next step: {ADVICE[factor]}."
+            f"{money(per_month, row.get('currency'))} a month. Next step: {ADVICE[factor]}. "
+            f"Measured: {rests_on}."
         )
         result.append(
             {
@@ -402,6 +437,7 @@ def _recommendations(
                 "lost_cost": value,
                 "lost_cost_per_month": per_month,
                 "currency": row.get("currency"),
+                "rests_on": rests_on,
                 "text": text[0].upper() + text[1:],
             }
         )
@@ -540,6 +576,8 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
         },
         "waste": waste,
         "failures": _failures(utilization["cluster"], job_counts),
-        "recommendations": _recommendations(cost_rows, utilization["cluster"], period),
+        "recommendations": _recommendations(
+            cost_rows, utilization["cluster"], period, raw["costs"].get("warnings", [])
+        ),
         "warnings": warnings,
     }

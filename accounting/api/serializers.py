@@ -425,6 +425,11 @@ class UtilizationReportSerializer(ReportSerializer):
     group_by = serializers.ListField(child=serializers.CharField())
     rows = UtilizationRowSerializer(many=True)
     coverage = CoverageSerializer(many=True)
+    coverage_notes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Clusters without usage data in the period (no rows: no data, not 0 %), or "
+        "covered for part of it (figures over the covered days only).",
+    )
 
 
 class FactorValuesSerializer(serializers.Serializer):

@@ -27,7 +27,11 @@ BREAKDOWN_PARTS = {
 def utilization_figure(frame: pd.DataFrame) -> go.Figure:
     group = frame.columns[0]
     figure = go.Figure()
-    for index, (name, rows) in enumerate(frame.groupby(group, sort=True)):
+    buckets = sorted(frame["bucket_start"].unique())
+    for index, (name, part) in enumerate(frame.groupby(group, sort=True)):
+        # Buckets without data stay gaps in the line (NaN), never a drop to 0 %.
+        rows = part.set_index("bucket_start").reindex(buckets).rename_axis("bucket_start")
+        rows = rows.reset_index()
         figure.add_trace(
             go.Scatter(
                 x=rows["bucket_start"],
@@ -134,6 +138,7 @@ def usage_dashboard(request):
         query=query,
         charts=[data.with_downloads(chart, request) for chart in page["charts"]],
         breakdown=page["breakdown"],
+        coverage_notes=page.get("coverage_notes", []),
         rollups=rollup_status(cluster_ids),
         sreport_count=sreports.count(),
     )

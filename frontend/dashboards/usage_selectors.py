@@ -599,6 +599,7 @@ def usage_page(request: HttpRequest) -> dict[str, Any]:
                 _chart("usage-breakdown", request, breakdown),
             ],
             "breakdown": breakdown.to_dict("records") if not breakdown.empty else [],
+            "coverage_notes": _inputs(request, data).notes,
         }
 
     key = ("usage-page", data["group_by"], data["granularity"], _key(data), _teams_key(request))

@@ -24,6 +24,7 @@ class AnalysisSerializer(serializers.ModelSerializer):
             "status",
             "progress",
             "stale",
+            "stale_reason",
             "error",
             "results",
             "queued_at",

@@ -322,6 +322,10 @@ def measured_utilization(
         .sum()
         .reset_index()
     )
+    for key in scope_keys:
+        if scope[key].dtype != used[key].dtype:
+            # An all-empty key (records without a card model) reads as float: compare as objects.
+            scope[key], used[key] = scope[key].astype(object), used[key].astype(object)
     result = scope.merge(used, on=[*scope_keys, "_bucket"], how="right" if team_keys else "outer")
     numeric = capacity_columns + usage_columns
     result[numeric] = result[numeric].astype("float64").fillna(0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import template
 
+from reports.content import NO_DATA
 from reports.content import money as format_money
 
 register = template.Library()
@@ -11,9 +12,9 @@ register = template.Library()
 
 @register.filter
 def pct(value, digits: int = 1) -> str:
-    """0.384 → "38.4 %"; missing → "n/a"."""
+    """0.384 → "38.4 %"; missing → "—" (no data, never 0)."""
     if value is None or value == "":
-        return "n/a"
+        return NO_DATA
     return f"{float(value) * 100:.{int(digits)}f} %"
 
 
@@ -28,7 +29,7 @@ def points(value) -> str:
 @register.filter
 def num(value, digits: int = 0) -> str:
     if value is None or value == "":
-        return "n/a"
+        return NO_DATA
     return f"{float(value):,.{int(digits)}f}"
 
 

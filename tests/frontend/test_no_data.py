@@ -1,0 +1,179 @@
+"""An inventory without usage shows "no data" everywhere: no zeros, no floors, no advice.
+
+The cluster "alpha" (16 H100, planned utilization 70 %) of tests/accounting/conftest.py, with
+no usage imported, then with usage for part of a 30-day period. Every surface is checked:
+the stored analysis, Fleet, the analysis page, Usage, Costs, the accounting API and a report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from accounting.models import UsageRecord
+from planner import services
+from reports import content, periods
+from reports import services as report_services
+from reports.models import ReportSchedule
+from tests.accounting import conftest as accounting_fixtures
+from tests.frontend.test_dashboards_analyses import compute_now
+
+pytestmark = pytest.mark.django_db
+alpha = accounting_fixtures.alpha  # the 16-card cluster fixture
+
+
+@pytest.fixture
+def cluster(alpha):  # noqa: F811  (pytest passes the fixture above)
+    return alpha
+
+
+START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+END = dt.datetime(2024, 3, 31, tzinfo=dt.UTC)  # 30 days
+QUERY = {"start": "2024-03-01", "end": "2024-03-31"}
+NO_DATA_NOTE = "No usage data for cluster alpha in this period"
+# What a floor, a ratio over zero or a None leaking into a page would look like.
+INVENTED = re.compile(r"1e-0?6|0\.000001|\b(?:inf|nan|NaN|None)\b|n/a")
+
+
+def _analysis(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
+    return compute_now(analysis)
+
+
+def _jobs(cluster, days: int) -> None:
+    """One 8-card, 12-hour job a day on the first ``days`` days of the period."""
+    pool = cluster.pools.get()
+    UsageRecord.objects.bulk_create(
+        UsageRecord(
+            cluster=cluster,
+            pool=pool,
+            record_key=f"job-{day}",
+            job_id=f"job-{day}",
+            account="team-a",
+            cards=8,
+            start=START + dt.timedelta(days=day),
+            end=START + dt.timedelta(days=day, hours=12),
+            duration_h=12,
+            card_hours=96,
+            state="completed",
+        )
+        for day in range(days)
+    )
+
+
+def _text(response) -> str:
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_analysis_without_usage_is_planned_and_says_why(
+    cluster, django_capture_on_commit_callbacks
+):
+    analysis = _analysis(django_capture_on_commit_callbacks)
+    pool = analysis.results["pools"][0]
+    assert pool["utilization"] == pytest.approx(0.7)  # the plan, not a floored zero
+    assert pool["utilization_provenance"] == "modeled"
+    assert pool["utilization_reason"] == (
+        "no usage records in the period: the planned value is used"
+    )
+    coverage = analysis.results["summary"]["coverage"]
+    assert coverage["share"] == 0.0 and coverage["clusters_covered"] == 0
+
+
+@pytest.mark.parametrize(
+    ("days", "measured", "reason"),
+    [
+        (14, False, "usage covers 14 of 30 days (47% of card-days, below the 50% rule)"),
+        (15, True, "measured over the covered days: usage covers 15 of 30 days"),
+        (30, True, "measured over the covered days: usage covers 30 of 30 days"),
+    ],
+)
+def test_coverage_rule_decides_measured_or_planned(
+    cluster, django_capture_on_commit_callbacks, days, measured, reason
+):
+    _jobs(cluster, days)
+    pool = _analysis(django_capture_on_commit_callbacks).results["pools"][0]
+    assert pool["utilization_reason"].startswith(reason)
+    if measured:
+        # 96 card-hours a day over 16 cards × 24 h, over the covered days only.
+        assert pool["utilization"] == pytest.approx(96 / 384)
+        assert pool["utilization_provenance"] == "measured"
+    else:
+        assert pool["utilization"] == pytest.approx(0.7)
+        assert pool["utilization_provenance"] == "modeled"
+
+
+def test_fleet_and_analysis_pages_show_the_reason(
+    cluster, client, viewer, django_capture_on_commit_callbacks
+):
+    analysis = _analysis(django_capture_on_commit_callbacks)
+    client.force_login(viewer)
+    for url in ("/", f"/analyses/{analysis.pk}/"):
+        page = _text(client.get(url))
+        assert "Usage coverage:" in page
+        assert "no usage records in the period: the planned value is used" in page
+
+
+def test_usage_and_costs_pages_say_no_data(cluster, client, viewer):
+    client.force_login(viewer)
+    for url in ("/usage/", "/costs/"):
+        page = _text(client.get(url, QUERY))
+        assert NO_DATA_NOTE in page
+        assert "No data for this selection yet." in page
+        # Figures only: scripts and the filter choices (an idle rule is called "none") aside.
+        body = re.sub(r"<(script|select).*?</\1>", "", page.split("<main", 1)[-1], flags=re.S)
+        assert not INVENTED.search(body)
+
+
+def test_api_has_no_rows_and_names_the_cluster(cluster, client, viewer):
+    client.force_login(viewer)
+    utilization = client.get("/api/v1/accounting/utilization/", QUERY).json()
+    assert utilization["rows"] == []
+    assert utilization["coverage_notes"][0].startswith(NO_DATA_NOTE)
+    costs = client.get("/api/v1/accounting/costs/", QUERY).json()
+    assert costs["rows"] == [] and costs["totals"] == []
+    assert costs["warnings"][0].startswith(NO_DATA_NOTE)
+
+
+def test_report_without_usage_has_no_figures_and_no_advice(cluster):
+    schedule = report_services.save_schedule(
+        ReportSchedule(
+            name="Monthly",
+            frequency="monthly",
+            timezone="UTC",
+            template="efficiency_review",
+            recipient_addresses=["ops@example.com"],
+            formats=["html_email"],
+        )
+    )
+    numbers = content.build_numbers(schedule, periods.Period(START, END))
+    assert numbers["recommendations"] == []
+    assert numbers["summary"]["effective_utilization"] is None
+    figures = {row["name"]: row["value"] for row in numbers["summary"]["figures"]}
+    assert figures["idle_card_hours"] is None and figures["total_cost"] is None
+    assert numbers["idle"]["idle_card_hours"] is None
+    assert any(warning.startswith(NO_DATA_NOTE) for warning in numbers["warnings"])
+
+
+def test_report_advice_rests_on_measured_factors_and_says_so(cluster):
+    _jobs(cluster, 20)
+    schedule = report_services.save_schedule(
+        ReportSchedule(
+            name="Monthly",
+            frequency="monthly",
+            timezone="UTC",
+            template="efficiency_review",
+            recipient_addresses=["ops@example.com"],
+            formats=["html_email"],
+        )
+    )
+    numbers = content.build_numbers(schedule, periods.Period(START, END))
+    advice = numbers["recommendations"]
+    assert advice, "20 of 30 days measured: the idle cards are a measured loss"
+    # MFU and scaling are defaults and modeled here: never the ground for advice.
+    assert {row["factor"] for row in advice} <= {"utilization", "effective_time", "energy"}
+    assert advice[0]["rests_on"] == "usage covers 20 of 30 days"
+    assert "Measured: usage covers 20 of 30 days." in advice[0]["text"]

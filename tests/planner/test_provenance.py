@@ -1,0 +1,77 @@
+"""Analyses say where each figure comes from: coverage, reasons and inference-pool caveats."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from inventory.models import AcceleratorModel, NodeGroup, Pool
+from planner import services
+from tests.accounting import conftest as accounting_fixtures
+from tests.frontend.test_dashboards_analyses import compute_now
+
+pytestmark = pytest.mark.django_db
+alpha = accounting_fixtures.alpha  # the 16-card cluster fixture
+
+START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+END = dt.datetime(2024, 3, 31, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def with_inference(alpha):  # noqa: F811  (pytest passes the fixture above)
+    pool = Pool.objects.create(cluster=alpha, name="serving", purpose="inference")
+    NodeGroup.objects.create(
+        pool=pool,
+        name="serving-nodes",
+        accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
+        node_count=1,
+        cards_per_node=8,
+    )
+    return alpha
+
+
+def test_inference_pools_carry_the_training_factor_caveat(
+    with_inference, client, viewer, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
+    analysis = compute_now(analysis)
+    rows = {row["pool"]: row for row in analysis.results["pools"]}
+    assert rows["serving"]["factor_note"].startswith(
+        "inference pool: training factors do not apply"
+    )
+    assert rows["h100"]["factor_note"] == ""
+    notes = analysis.results["summary"]["notes"]
+    assert notes == [
+        "serving: inference pool: training factors do not apply (MFU, scaling and effective "
+        "training time are defined for training jobs; serving factors are not modeled yet); "
+        "included in the totals as computed."
+    ]
+    client.force_login(viewer)
+    page = client.get("/").content.decode()
+    assert "inference pool: training factors do not apply" in page
+    pool_page = client.get(
+        f"/analyses/{analysis.pk}/", {"scope": f"pool-{rows['serving']['pool_id']}"}
+    ).content.decode()
+    assert "Inference pool: training factors do not apply" in pool_page
+
+
+def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_on_commit_callbacks):  # noqa: F811
+    from tests.accounting.conftest import sacct_text
+
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
+    analysis = compute_now(analysis)
+    assert not analysis.stale and analysis.stale_reason == ""
+    with django_capture_on_commit_callbacks(execute=True):
+        accounting_fixtures.import_text.__wrapped__()(alpha, sacct_text())
+    analysis.refresh_from_db()
+    assert analysis.stale
+    assert analysis.stale_reason == "usage imported for cluster alpha, 2024-03-01 to 2024-03-01."
+    pool = alpha.pools.get()
+    pool.name = "h100-renamed"
+    with django_capture_on_commit_callbacks(execute=True):
+        pool.save()
+    analysis.refresh_from_db()
+    assert analysis.stale_reason == "The inventory changed after this run."
