@@ -108,21 +108,26 @@ def test_utf8_and_a_few_legacy_accents_still_count_as_text():
     assert text_problem("Zürich;Genève;Årsta\n".encode("cp1252") * 50, legacy_8bit_ok=True) is None
 
 
-def test_a_300_mb_line_is_refused_in_a_capped_process(tmp_path):
+@pytest.mark.parametrize("kind", ["csv", "sacct"])
+def test_a_300_mb_line_is_refused_in_a_capped_process(tmp_path, kind):
     """Realistic scale with the default limits: memory follows the line limit, not the line."""
-    path = tmp_path / "huge.csv"
+    from tests.accounting_core.conftest import SACCT_HEADER, SACCT_LINES
+
+    head = HEADER + LINE.format(i=1) if kind == "csv" else f"{SACCT_HEADER}\n{SACCT_LINES[0]}\n"
+    path = tmp_path / f"huge.{kind}"
     with path.open("wb") as out:
-        out.write((HEADER + LINE.format(i=1)).encode())
-        out.write(b"train-hetero,")
+        out.write(head.encode())
+        out.write(b"train-hetero" + (b"," if kind == "csv" else b"|"))
         chunk = b"x" * 2**20
         for _ in range(300):
             out.write(chunk)
         out.write(b"\n")
+    reader = "iter_csv_chunks" if kind == "csv" else "iter_sacct_chunks"
     result = run_capped(
         f"""
-        from accounting.parsing import UsageValidationError, iter_csv_chunks
+        from accounting.parsing import UsageValidationError, {reader}
         try:
-            list(iter_csv_chunks({str(path)!r}))
+            list({reader}({str(path)!r}))
         except UsageValidationError as exc:
             print(exc.issues[0])
         """
