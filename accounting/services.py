@@ -691,11 +691,11 @@ def _import_usage(
     counts.records_updated = writer.updated
     counts.records_unchanged = writer.unchanged
     if isinstance(stats, SacctStats):
-        from accounting.imports.summary import skip_warnings, skipped_lines
+        from accounting.imports.summary import gpu_source_warnings, skip_warnings, skipped_lines
 
         counts.records_skipped = stats.skipped_never_started + stats.skipped_without_gpu
         counts.skipped = skipped_lines(stats, gpu_partitions)
-        counts.warnings.extend(skip_warnings(counts.skipped))
+        counts.warnings.extend(skip_warnings(counts.skipped) + gpu_source_warnings(stats))
     else:
         counts.records_skipped = stats.skipped_pending
     if unknown_gres:

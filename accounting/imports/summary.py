@@ -47,3 +47,13 @@ def skip_warnings(rows: list[dict[str, Any]]) -> list[str]:
         for row in rows
         if row["reason"].startswith("GPU partition")
     ]
+
+
+def gpu_source_warnings(stats: SacctStats) -> list[str]:
+    """GPUs read from what a job asked for, not what it held, are a lower bound."""
+    if stats.gpu_column != "reqgres":
+        return []
+    return [
+        "GPU counts come from ReqGRES (the file has neither AllocTRES nor AllocGRES): jobs "
+        "given whole nodes may have held more GPUs than they asked for."
+    ]

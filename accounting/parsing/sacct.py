@@ -107,6 +107,7 @@ class SacctStats:
     # First job ids skipped per reason ("pending", "no GPU in <partition>"), for the summary.
     skip_examples: dict[str, list[str]] = field(default_factory=dict)
     skip_counts: dict[str, int] = field(default_factory=dict)
+    gpu_column: str = "alloctres"  # where GPU counts came from (allocgres/reqgres: Slurm <= 17)
 
     def note_skipped(self, reason: str, labels: Sequence[str], count: int) -> None:
         if not count:
@@ -383,6 +384,7 @@ class _ChunkContext:
             return conform_usage_frame(pd.DataFrame())
         if "alloctres" not in frame:
             gres_column = "allocgres" if "allocgres" in frame else "reqgres"
+            self.stats.gpu_column = gres_column
             frame["alloctres"] = tres_column_from_gres(frame[gres_column])
         issues = self.issues
         lines = frame["source_line"].to_numpy()

@@ -324,3 +324,17 @@ def test_api_takes_the_layout_options_and_refuses_bad_ones(orion, client_for, pl
         "delimiter": "☃",
         "gpuutil": "one-gpu",
     }
+
+
+def test_reqgres_only_files_import_with_a_lower_bound_warning(orion, tmp_path):
+    path = tmp_path / "req.txt"
+    path.write_text(
+        "JobID|Partition|Account|Start|End|Elapsed|State|ReqGRES\n"
+        "7101|gpu|bio|2017-06-01T10:00:00|2017-06-01T12:00:00|02:00:00|COMPLETED|gpu:a100:2\n"
+    )
+    call_command(
+        "import_usage", str(path), "--kind", "sacct", "--cluster", "orion", "--no-progress"
+    )
+    record = UsageRecord.objects.get()
+    assert record.card_hours == 4.0 and record.accelerator.name == "A100 SXM4 40GB"
+    assert any("ReqGRES" in warning for warning in ImportJob.objects.get().warnings)
