@@ -15,6 +15,7 @@ with the reason and the message is acknowledged, so the next task runs.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -42,6 +43,8 @@ JOB_OF_TASK: dict[str, tuple[str, bool]] = {
 }
 # Statuses of a job that is still waiting for or held by a worker (those a failure may end).
 OPEN_STATUSES = ("queued", "running", "generating")
+# A death older than this with no delivery since is forgotten (a message that never came back).
+LEDGER_MAX_AGE = dt.timedelta(days=7)
 
 
 def delivery_key(task_name: str, args: tuple | list, kwargs: dict) -> str:
@@ -81,6 +84,13 @@ def finish_delivery(key: str) -> None:
     from config.models import TaskDelivery
 
     TaskDelivery.objects.filter(key=key).delete()
+
+
+def prune_ledger(now: dt.datetime, max_age: dt.timedelta = LEDGER_MAX_AGE) -> int:
+    """Forget deaths of tasks never delivered again (config.recover_stalled calls this)."""
+    from config.models import TaskDelivery
+
+    return TaskDelivery.objects.filter(last_started_at__lt=now - max_age).delete()[0]
 
 
 def record_failure(task_name: str, args: tuple | list, reason: str) -> bool:

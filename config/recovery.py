@@ -282,6 +282,9 @@ def recover_stalled(now: dt.datetime | None = None) -> dict[str, int]:
             sent[label] = sent.get(label, 0) + 1
     if _uses_files():
         _prune_files(now)
+    from config.quarantine import prune_ledger
+
+    prune_ledger(now)
     return sent
 
 

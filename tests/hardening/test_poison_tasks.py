@@ -33,9 +33,11 @@ REASON = "worker died while running this task twice: quarantined"
 
 
 @pytest.fixture
-def import_job(demo_fleet):
+def import_job(demo_fleet, settings, tmp_path):
     from accounting import services
     from inventory.models import Cluster
+
+    settings.FLEETWISE_HEARTBEAT_DIR = str(tmp_path / "heartbeats")  # SQLite beats: files
 
     cluster = Cluster.objects.get(name="train-hetero")
     upload = SimpleUploadedFile("usage.csv", usage_csv(cluster.name, 10))
@@ -90,6 +92,23 @@ def test_one_death_is_forgiven_and_the_count_is_per_task_and_arguments(import_jo
     quarantine.start_delivery("planner.compute_plan", args, {})
     assert as_worker_runs_it(run_import, *args)["status"] == "succeeded"
     assert TaskDelivery.objects.count() == 2  # the other keys are not this task's
+
+
+@pytest.mark.django_db
+def test_recovery_forgets_deaths_of_tasks_that_never_came_back():
+    from django.utils import timezone
+
+    from config.recovery import recover_stalled
+
+    quarantine.start_delivery("reports.tick", [], {})
+    quarantine.start_delivery("reports.generate_report", [7], {})
+    TaskDelivery.objects.filter(task_name="reports.tick").update(
+        last_started_at=timezone.now() - dt.timedelta(days=8)
+    )
+    recover_stalled()
+    assert list(TaskDelivery.objects.values_list("task_name", flat=True)) == [
+        "reports.generate_report"
+    ]
 
 
 @pytest.mark.django_db
