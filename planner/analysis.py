@@ -19,6 +19,7 @@ from planner.engine.defaults import DEFAULTS
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 from planner.inputs import node_group_frame, pool_frame, price_pools
+from planner.meters import flag_meters_outside_period
 from planner.models import Analysis, Scope
 from planner.money import money_by_currency, without_mixed_money
 
@@ -93,6 +94,7 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
     pools = pool_frame(cluster_id, pool_id, _period_hours(analysis))
     if pools.empty:
         return [], {"cluster_id": cluster_id, "pools": [], "node_groups": []}
+    pools = flag_meters_outside_period(pools, analysis.period_start, analysis.period_end)
     groups = node_group_frame(pools["pool_id"].tolist())
     if not groups.empty:
         # Usage covering enough of the period replaces modeled values (accounting.coverage).

@@ -80,6 +80,8 @@ POOL_COLUMNS: Mapping[str, str] = {
     "duration_h": "period length, h (NaN → default)",
     "pue": "entered PUE for the period (measured)",
     "facility_kwh, it_kwh": "meter readings for the period, kWh (measured; win over pue)",
+    "meters_outside_period": "1 when the meter readings are of another period: their PUE is "
+    "used, labelled modeled (basis metered_kwh_other_period)",
     "mfu": "MFU entered for the whole pool (measured)",
     "job_tokens_per_s": "measured tokens/s of the representative job (needs model_params)",
     "job_cards": "cards of the representative job (NaN → all the pool's cards)",
@@ -309,6 +311,8 @@ def evaluate_pools(
     energy, pue, energy_basis = energy_arrays(
         _optional(pools, "pue"), facility_kwh, it_kwh, default_pue
     )
+    meters_elsewhere = np.nan_to_num(_optional(pools, "meters_outside_period")) > 0
+    energy_basis = np.where((energy_basis == 0) & meters_elsewhere, 3, energy_basis)
     require(pue >= 1.0, "PUE (pue or facility_kwh / it_kwh) must be >= 1", labels)
 
     # --- card-model groups (for the bucket effect and split jobs) -------------------------

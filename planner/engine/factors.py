@@ -31,8 +31,14 @@ from planner.engine.defaults import (
 
 FACTOR_NAMES: tuple[str, ...] = ("energy", "mfu", "scaling", "effective_time", "utilization")
 
-ENERGY_BASES: tuple[str, ...] = ("metered_kwh", "pue_entered", "cooling_default")
-ENERGY_PROVENANCE: tuple[str, ...] = ("measured", "measured", "default")
+ENERGY_BASES: tuple[str, ...] = (
+    "metered_kwh",
+    "pue_entered",
+    "cooling_default",
+    "metered_kwh_other_period",
+)
+# Meter readings of another period give the ratio, but are not a measurement of this one.
+ENERGY_PROVENANCE: tuple[str, ...] = ("measured", "measured", "default", "modeled")
 
 MFU_BASES: tuple[str, ...] = ("group_entered", "job_throughput", "pool_entered", "card_default")
 MFU_PROVENANCE: tuple[str, ...] = ("measured", "measured", "measured", "default")

@@ -75,3 +75,25 @@ def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_o
         pool.save()
     analysis.refresh_from_db()
     assert analysis.stale_reason == "The inventory changed after this run."
+
+
+@pytest.mark.parametrize(
+    ("metered", "provenance", "basis"),
+    [
+        ((dt.date(2024, 3, 1), dt.date(2024, 3, 31)), "measured", "metered_kwh"),
+        ((dt.date(2024, 2, 1), dt.date(2024, 2, 29)), "modeled", "metered_kwh_other_period"),
+        ((dt.date(2024, 3, 10), dt.date(2024, 3, 31)), "modeled", "metered_kwh_other_period"),
+    ],
+)
+def test_meter_readings_are_measured_only_inside_their_period(
+    alpha, django_capture_on_commit_callbacks, metered, provenance, basis
+):  # noqa: F811
+    site = alpha.site
+    site.metered_facility_energy_kwh, site.metered_it_energy_kwh = 1300.0, 1000.0
+    site.metered_period_start, site.metered_period_end = metered
+    site.save()
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
+    pool = compute_now(analysis).results["pools"][0]
+    assert pool["energy"] == pytest.approx(1 / 1.3)  # the meters' PUE either way
+    assert (pool["energy_provenance"], pool["energy_basis"]) == (provenance, basis)
