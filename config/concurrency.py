@@ -100,7 +100,9 @@ class ConditionalUpdateMixin:
             if holds and claim(model, instance.pk, instance.version):
                 return instance
             return self._precondition_failed()
-        list(model._base_manager.select_for_update().filter(pk=instance.pk).values_list("pk"))
+        # No ordering: a Meta.ordering across a relation would join, and FOR UPDATE refuses.
+        rows = model._base_manager.select_for_update(of=("self",)).filter(pk=instance.pk)
+        list(rows.order_by().values_list("pk"))
         instance = self.get_object()  # read again under the lock
         if if_match_holds(if_match, self._etag(instance)):
             return instance
