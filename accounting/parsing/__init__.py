@@ -9,12 +9,8 @@ stores nothing from a bad file.
 from accounting.parsing.aliases import DEFAULT_GRES_ALIASES, normalize_gres_type, resolve_gres_types
 from accounting.parsing.blocks import ParseProgress, ProgressCallback
 from accounting.parsing.errors import LineIssue, UsageValidationError
-from accounting.parsing.sacct import (
-    DEFAULT_SACCT_COLUMNS,
-    SacctStats,
-    iter_sacct_chunks,
-    read_sacct,
-)
+from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS
+from accounting.parsing.sacct import SacctStats, iter_sacct_chunks, read_sacct
 from accounting.parsing.schema import (
     JOB_STATES,
     LOST_WORK_STATES,

@@ -6,9 +6,9 @@ Produce the input with, for example::
         --format JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Start,End,Elapsed,\\
                  State,NNodes,AllocTRES,NodeList[,TRESUsageInAve]
 
-Columns are read by NAME from the header line (case-insensitive, any order, extra columns
-ignored). Without a header (``sacct -n``) the caller passes the column list; the default is
-:data:`DEFAULT_SACCT_COLUMNS`. ``--parsable`` (a trailing ``|``) is accepted too.
+Columns are read by NAME from the header line (:mod:`accounting.parsing.sacct_layout`);
+without a header (``sacct -n``) the caller passes the column list (or a preset such as
+:data:`DEFAULT_SACCT_COLUMNS`). ``--parsable`` (a trailing delimiter) is accepted too.
 
 Rules (each one is tested):
 
@@ -74,7 +74,7 @@ from accounting.parsing.fields import (
 )
 from accounting.parsing.gpuutil import step_gpu_utilization
 from accounting.parsing.gres import gpu_entry_table, tres_column_from_gres
-from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS, SACCT_PRESETS, preset_with_field_count
+from accounting.parsing.sacct_layout import Layout, detect_layout
 from accounting.parsing.schema import (
     MAX_JOB_NODES,
     SCHEDULER_STATES,
@@ -82,9 +82,7 @@ from accounting.parsing.schema import (
     empty_usage_frame,
 )
 
-REQUIRED_SACCT_COLUMNS: tuple[str, ...] = ("JobID", "Start", "State")
 # GPUs come from the first of these present (AllocGRES / ReqGRES: Slurm before TRES, <= 17).
-GPU_COLUMNS: tuple[str, ...] = ("alloctres", "allocgres", "reqgres")
 MAX_SKIP_EXAMPLES = 5
 SKIP_NOT_STARTED = "pending or never started"
 SKIP_NO_GPU = "no GPU in partition "  # + the partition name ("" when absent)
@@ -115,14 +113,6 @@ class SacctStats:
         self.skip_counts[reason] = self.skip_counts.get(reason, 0) + count
         examples = self.skip_examples.setdefault(reason, [])
         examples.extend(str(label) for label in labels[: MAX_SKIP_EXAMPLES - len(examples)])
-
-
-@dataclass(frozen=True)
-class _Layout:
-    names: tuple[str, ...]  # lower-case column names in file order (plus "" for a trailing |)
-    labels: tuple[str, ...]  # the same names as the file (or caller) spells them, for errors
-    field_count: int
-    header_present: bool
 
 
 def iter_sacct_chunks(
@@ -187,7 +177,7 @@ def iter_sacct_chunks(
     try:
         with open_source(source) as (raw_stream, total_bytes):
             stream, _, delimiter = prepare_stream(raw_stream, delimiter)
-            layout: _Layout | None = None
+            layout: Layout | None = None
             carry: pd.DataFrame | None = None
             total_read = lines_read = 0
             blocks = iter_record_blocks(
@@ -195,7 +185,7 @@ def iter_sacct_chunks(
             )
             for block in blocks:
                 if layout is None:
-                    layout, header_index = _detect_layout(block, columns, delimiter, issues)
+                    layout, header_index = detect_layout(block, columns, delimiter, issues)
                     if layout is None:
                         continue
                 else:
@@ -237,77 +227,9 @@ def read_sacct(source: UsageSource, **options: object) -> pd.DataFrame:
 # -- layout and blocks ---------------------------------------------------------------------
 
 
-def _looks_like_header(fields: list[str]) -> bool:
-    names = [field.strip().lower() for field in fields]
-    return "jobid" in names or "jobidraw" in names
-
-
-def _detect_layout(
-    block: RecordBlock, columns: Sequence[str] | None, delimiter: str, issues: IssueCollector
-) -> tuple[_Layout | None, int]:
-    """Find the header (or use ``columns``) from the first non-blank record."""
-    non_blank = np.flatnonzero(~block.blank)
-    if len(non_blank) == 0:
-        return None, -1
-    first = int(non_blank[0])
-    fields = block.record_text(first).lstrip("\ufeff").split(delimiter)
-    if _looks_like_header(fields):
-        header_present = True
-        labels = [field.strip() for field in fields]
-        names = [label.lower() for label in labels]
-        trailing = names[-1] == ""
-        header_index = first
-    else:
-        if columns is None:
-            _refuse_missing_header(fields, issues)
-        header_present = False
-        labels = [name.strip() for name in (columns or DEFAULT_SACCT_COLUMNS)]
-        names = [label.lower() for label in labels]
-        # sacct --parsable ends every line with the delimiter: one more, empty, field.
-        trailing = len(fields) == len(names) + 1 and fields[-1] == ""
-        header_index = -1
-    field_count = len(names) + (1 if trailing and not header_present else 0)
-    names_in_file = names[:-1] if header_present and trailing else names
-    line = int(block.record_lines[first]) if header_present else 1
-    seen: set[str] = set()
-    for name in names_in_file:
-        if name in seen:
-            issues.add(line, name, "column named twice in the header")
-        seen.add(name)
-    for required in REQUIRED_SACCT_COLUMNS:
-        if required.lower() not in seen:
-            issues.add(line, required, "required column is missing")
-    if not seen.intersection(GPU_COLUMNS):
-        issues.add(
-            line,
-            "AllocTRES",
-            "required column is missing (GPU counts come from AllocTRES, never ReqTRES; "
-            "AllocGRES for Slurm before 18)",
-        )
-    if "end" not in seen and "elapsed" not in seen:
-        issues.add(line, "End", "need End or Elapsed to know how long the job ran")
-    if issues:
-        raise issues.error()
-    padded = tuple(names_in_file) + (("",) if trailing else ())
-    padded_labels = tuple(labels[: len(names_in_file)]) + (("",) if trailing else ())
-    return _Layout(padded, padded_labels, field_count, header_present), header_index
-
-
-def _refuse_missing_header(fields: list[str], issues: IssueCollector) -> None:
-    count = len(fields) - (1 if fields[-1] == "" else 0)
-    preset = preset_with_field_count(count, SACCT_PRESETS)
-    hint = (
-        f" (line 1 has {count} fields, like the preset '{preset}': --columns-preset {preset})"
-        if preset
-        else f" (line 1 has {count} fields)"
-    )
-    issues.add(1, "JobID", f"no header: pass --columns or re-export without --noheader{hint}")
-    raise issues.error()
-
-
 def _read_block(
     block: RecordBlock,
-    layout: _Layout,
+    layout: Layout,
     header_index: int,
     delimiter: str,
     issues: IssueCollector,
