@@ -29,26 +29,44 @@ def preview_usage(job: ImportJob, source: str | IO[bytes]) -> dict[str, Any]:
         raise services.ImportInputError({"kind": "Preview reads job files: sacct, CSV or XLSX."})
     context = services.cluster_context(job.cluster)
     stats: SacctStats | TableStats = SacctStats() if job.kind == ImportKind.SACCT else TableStats()
-    frames: list[pd.DataFrame] = []
-    columns = ["gres_type", "accelerator_model", "partition", "account", "start", "end"]
+    # Each chunk is folded into the running groups, so memory follows the groups, not the file.
+    usage = _grouped(None)
+    starts: list[pd.Timestamp] = []
+    ends: list[pd.Timestamp] = []
     try:
         for chunk in services._usage_chunks(job, source, context, lambda _: None, stats):
-            frames.append(chunk[[*columns, "card_hours"]])
+            usage = _grouped(pd.concat([usage, _grouped(chunk)], ignore_index=True))
+            starts.append(chunk["start"].min())
+            ends.append(chunk["end"].max())
     except UsageValidationError as exc:
         return {"valid": False, "issues": [str(issue) for issue in exc.issues]}
-    usage = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-    partitions = set(usage["partition"].dropna()) | set(context.pool_by_partition)
+    first_start = pd.Series(starts, dtype="datetime64[us, UTC]").min()
+    last_end = pd.Series(ends, dtype="datetime64[us, UTC]").max()
+    partitions = set(usage["partition"]) | set(context.pool_by_partition)
     return {
         "valid": True,
-        "records": len(usage),
-        "card_hours": float(usage["card_hours"].sum()) if len(usage) else 0.0,
-        "first_start": _iso(usage["start"].min()) if len(usage) else None,
-        "last_end": _iso(usage["end"].max()) if len(usage) else None,
+        "records": int(usage["records"].sum()),
+        "card_hours": float(usage["card_hours"].sum()),
+        "first_start": _iso(first_start),
+        "last_end": _iso(last_end),
         "cards": _cards(usage, context),
         "partitions": _partitions(usage, context),
         "teams": _teams(usage),
         "skipped": skipped_lines(stats, partitions) if isinstance(stats, SacctStats) else [],
     }
+
+
+GROUP_KEYS = ["gres_type", "accelerator_model", "partition", "account"]
+
+
+def _grouped(frame: pd.DataFrame | None) -> pd.DataFrame:
+    """Records and card-hours per gres type, card, partition and account ("" for none)."""
+    if frame is None:
+        return pd.DataFrame(columns=[*GROUP_KEYS, "records", "card_hours"])
+    keys = frame[GROUP_KEYS].astype("object").fillna("")
+    counts = frame["records"] if "records" in frame else pd.Series(1, index=frame.index)
+    summed = pd.DataFrame({"records": counts, "card_hours": frame["card_hours"]})
+    return summed.groupby([keys[k] for k in GROUP_KEYS]).sum().reset_index()
 
 
 def _iso(moment) -> str | None:
@@ -68,11 +86,11 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
 
     catalog = gres_aliases(context.cluster)
     rows = []
-    grouped = usage.assign(gres_type=usage["gres_type"].fillna("(untyped)")).groupby(
-        "gres_type", dropna=False
+    grouped = usage.assign(gres_type=usage["gres_type"].replace("", "(untyped)")).groupby(
+        "gres_type"
     )
     for gres_type, group in list(grouped)[:MAX_PREVIEW_ROWS]:
-        model = group["accelerator_model"].dropna()
+        model = group.loc[group["accelerator_model"] != "", "accelerator_model"]
         resolved = str(model.iloc[0]) if len(model) else None
         default = catalog.get(normalize_gres_type(str(gres_type)))
         family = card_family(default) if default else None
@@ -91,7 +109,7 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
                 "card": resolved,
                 "status": status,
                 "candidates": candidates or cluster_models,
-                "records": len(group),
+                "records": int(group["records"].sum()),
                 "card_hours": float(group["card_hours"].sum()),
             }
         )
@@ -101,13 +119,13 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
 def _partitions(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
     pools = dict(Pool.objects.filter(cluster=context.cluster).values_list("pk", "name"))
     out = []
-    for partition, group in list(usage.groupby(usage["partition"].fillna("")))[:MAX_PREVIEW_ROWS]:
+    for partition, group in list(usage.groupby("partition"))[:MAX_PREVIEW_ROWS]:
         pool_id = context.pool_by_partition.get(str(partition).lower(), context.single_pool)
         out.append(
             {
                 "partition": partition,
                 "pool": pools.get(pool_id) if pool_id is not None else None,
-                "records": len(group),
+                "records": int(group["records"].sum()),
                 "card_hours": float(group["card_hours"].sum()),
             }
         )
@@ -115,8 +133,9 @@ def _partitions(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
 
 
 def _teams(usage: pd.DataFrame) -> list[dict[str, Any]]:
-    sums = usage.groupby(usage["account"].fillna(""))["card_hours"].agg(["size", "sum"])
+    sums = usage.groupby("account")[["records", "card_hours"]].sum()
+    top = sums.sort_values("card_hours", ascending=False).head(MAX_PREVIEW_ROWS)
     return [
-        {"team": team, "records": int(row["size"]), "card_hours": float(row["sum"])}
-        for team, row in sums.sort_values("sum", ascending=False).head(MAX_PREVIEW_ROWS).iterrows()
+        {"team": team, "records": int(row["records"]), "card_hours": float(row["card_hours"])}
+        for team, row in top.iterrows()
     ]
