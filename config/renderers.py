@@ -6,8 +6,9 @@ text); columns come from the view's serializer (`config.exporting.view_columns`)
 order, or from a view's ``export_columns``; ``?fields=`` selects and orders them (JSON too).
 A view may set ``export_filename`` (without extension) and ``export_sheet_title``. An error
 body (status ≥ 400) is written as one row so the client still sees why. Every text cell a
-spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@`` …) is neutralised; numbers stay
-numbers. Writers live in `config.tabular`.
+spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, full-width ``＝`` …) is
+neutralised by the one rule of `config.cellsafety`; numbers stay numbers. Tables are built in
+`config.tabular`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from django.utils import timezone
 from django.utils.http import quote_etag
 from rest_framework import renderers
 
+from config.cellsafety import FORMULA_PREFIXES
 from config.tabular import (
-    FORMULA_PREFIXES,
     ROWS_HEADER,
     Column,
     flatten,
