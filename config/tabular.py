@@ -75,6 +75,7 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_s", "seconds"),
     ("_minutes", "minutes"),
     ("_days", "days"),
+    ("_cost_share", "currency of the row"),  # a team's share of idle cost is money
     ("_share", "fraction 0-1"),
     ("_cost", "currency of the row"),
     ("utilization", "fraction 0-1"),

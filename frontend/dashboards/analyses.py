@@ -20,6 +20,7 @@ from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import floatformat
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe
@@ -238,7 +239,9 @@ def strategies_figure(frame: pd.DataFrame) -> go.Figure:
         for label, recommended in zip(frame["strategy_label"], frame["recommended"], strict=True)
     ]
     outline = [3 if recommended else 0 for recommended in frame["recommended"]]
-    custom = frame[["heterogeneity_factor"]].to_numpy()
+    # One rounding for chart and table: the table's floatformat:3 rounds halves up.
+    h_text = [floatformat(h, 3) for h in frame["heterogeneity_factor"]]
+    custom = [[text] for text in h_text]
     figure = go.Figure(
         [
             go.Bar(
@@ -246,11 +249,11 @@ def strategies_figure(frame: pd.DataFrame) -> go.Figure:
                 x=labels,
                 y=frame["throughput_pflops"].tolist(),
                 marker={"color": "#c9d3df", "line": {"width": outline, "color": "#1a7f37"}},
-                text=[f"h = {h:.3f}" for h in frame["heterogeneity_factor"]],
+                text=[f"h = {text}" for text in h_text],
                 textposition="outside",
                 customdata=custom,
                 hovertemplate="%{x}<br>throughput %{y:,.1f} PFLOP/s, "
-                "h = %{customdata[0]:.3f}<extra></extra>",
+                "h = %{customdata[0]}<extra></extra>",
             ),
             go.Bar(
                 name="Delivered (after scaling and effective time)",
@@ -262,7 +265,7 @@ def strategies_figure(frame: pd.DataFrame) -> go.Figure:
                 },
                 customdata=custom,
                 hovertemplate="%{x}<br>delivered %{y:,.1f} PFLOP/s, "
-                "h = %{customdata[0]:.3f}<extra></extra>",
+                "h = %{customdata[0]}<extra></extra>",
             ),
         ]
     )

@@ -97,3 +97,25 @@ def test_meter_readings_are_measured_only_inside_their_period(
     pool = compute_now(analysis).results["pools"][0]
     assert pool["energy"] == pytest.approx(1 / 1.3)  # the meters' PUE either way
     assert (pool["energy_provenance"], pool["energy_basis"]) == (provenance, basis)
+
+
+def test_chart_and_table_round_h_alike_and_idle_cost_share_is_money():
+    import pandas as pd
+
+    from config.tabular import unit_of
+    from frontend.dashboards.analyses import strategies_figure
+
+    frame = pd.DataFrame(
+        {
+            "strategy_label": ["joint"],
+            "recommended": [True],
+            "throughput_pflops": [1.0],
+            "delivered_pflops": [0.9],
+            "heterogeneity_factor": [0.5625],  # Python's "%.3f" says 0.562, the table 0.563
+        }
+    )
+    figure = strategies_figure(frame)
+    assert figure.data[0].text == ("h = 0.563",)
+    assert figure.data[1].customdata[0][0] == "0.563"
+    assert unit_of("idle_cost_share") == "currency of the row"
+    assert unit_of("allocation_share") == "fraction 0-1"
