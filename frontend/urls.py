@@ -2,7 +2,7 @@ from django.urls import path
 
 from frontend import charts, import_views
 from frontend import inventory_views as inv
-from frontend.dashboards import analyses, costs, fleet, planner, usage, usage_imports
+from frontend.dashboards import analyses, costs, fleet, inference, planner, usage, usage_imports
 from frontend.history_views import history_urls
 
 app_name = "frontend"
@@ -94,5 +94,6 @@ urlpatterns = [
     *usage.urlpatterns,
     *usage_imports.urlpatterns,
     *costs.urlpatterns,
+    *inference.urlpatterns,
     *planner.urlpatterns,
 ]

@@ -110,6 +110,7 @@ def estimate_inference(data: dict) -> dict:
         **options[0],
         "options": options,
         "model_params": params,
+        "output_tokens": workload.output_tokens,
         "shape": {key: getattr(shape_used, key) for key in AttentionShape.__annotations__},
         "settings": {key: workload.setting(key) for key in workload.provenance()},
         "provenance": {**workload.provenance(), **provenance, **price_provenance(data)},

@@ -312,6 +312,7 @@ MATRIX: dict[str, Entry] = {
     "frontend:usage-imports": Entry(None, read_page(PAGE)),
     "frontend:costs": Entry(None, read_page(PAGE, start="2024-03-01", end="2024-04-01")),
     "frontend:planner": Entry(None, (get(PAGE), post(page_write(200)))),
+    "frontend:planner-inference": Entry(None, read_page(PAGE)),
     "frontend:plan-detail": Entry(pk("plan"), read_page(PAGE)),
     "frontend:plan-recompute": Entry(pk("plan"), (get(PAGE_POST_ONLY), post(page_write(302)))),
     "frontend:plan-clone": Entry(pk("plan"), (get(PAGE_POST_ONLY), post(page_write(302)))),

@@ -246,6 +246,7 @@ def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     tpot = roofline.tpot_seconds(batch, step, prefill_s, w.output_tokens)
     frame["batch"] = batch.astype(np.int64)
     frame["prefill_ms"] = prefill_s * 1e3
+    frame["step_fixed_s"], frame["step_memory_s"], frame["step_compute_s"] = fixed, per_seq, compute
     frame["decode_step_ms"] = step * 1e3
     frame["ttft_ms"] = (prefill_s + step) * 1e3
     frame["tpot_ms"] = tpot * 1e3

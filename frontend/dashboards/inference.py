@@ -1,0 +1,156 @@
+"""The planner's Inference tab: cards, latency and cost to serve a model (docs/inference.md).
+
+A GET form (the query string is the input, so a result is a link), the options table of
+every card model's best tensor-parallel degree, and the latency–throughput curve per card
+model. The engine runs in the request: an estimate over the catalog takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from django.core.exceptions import BadRequest
+from django.http import HttpRequest
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_safe
+
+from frontend import charts
+from frontend.permissions import role_required
+from inventory.models import AcceleratorModel
+from planner.api.inference_serializers import InferenceEstimateInputSerializer
+from planner.api.inference_views import estimate_inference
+from planner.engine.inference.curve import latency_throughput_curve
+from planner.engine.limits import EngineInputError
+
+CURVE = "planner-inference-roofline"
+# The example the page opens with (a 70B model, chat-like lengths, 10 requests/s).
+EXAMPLE = {
+    "model_params": "70e9",
+    "weight_precision": "fp8",
+    "kv_precision": "fp8",
+    "input_tokens": "1000",
+    "output_tokens": "500",
+    "requests_per_s": "10",
+    "tpot_ms": "50",
+}
+FORM_FIELDS = (
+    ("model_params", "Model parameters"),
+    ("input_tokens", "Input tokens per request"),
+    ("output_tokens", "Output tokens per request"),
+    ("requests_per_s", "Target requests/s"),
+    ("ttft_ms", "TTFT bound (ms)"),
+    ("tpot_ms", "TPOT bound (ms)"),
+    ("context_tokens", "Context reserved per sequence (tokens)"),
+)
+TABLE_COLUMNS = (
+    ("accelerator", "Card model"),
+    ("cards", "Cards"),
+    ("tp", "TP"),
+    ("replicas", "Replicas"),
+    ("batch", "Batch per replica"),
+    ("ttft_ms", "TTFT (ms)"),
+    ("tpot_ms", "TPOT (ms)"),
+    ("tokens_per_s", "Output tokens/s"),
+    ("mbu", "MBU"),
+    ("energy_kwh_per_million_tokens", "kWh per million tokens"),
+    ("cost_per_million_tokens", "Cost per million tokens"),
+    ("price_basis", "Price"),
+    ("pareto", "Pareto front"),
+    ("reason", "Cannot serve: why"),
+)
+
+
+def query_input(request: HttpRequest) -> dict:
+    """The form's values: the query string, or the example when the query is empty."""
+    names = {name for name, _ in FORM_FIELDS} | {"weight_precision", "kv_precision"}
+    given = {k: v for k, v in request.GET.items() if k in names and v != ""}
+    data = given or dict(EXAMPLE)
+    accelerators = [a for a in request.GET.getlist("accelerator") if a]
+    if accelerators:
+        data["accelerator"] = accelerators
+    return data
+
+
+def estimate(request: HttpRequest) -> tuple[dict | None, dict[str, str]]:
+    """The estimate for the query, or the errors naming each field."""
+    payload = InferenceEstimateInputSerializer(data=query_input(request))
+    if not payload.is_valid():
+        return None, {key: " ".join(map(str, msgs)) for key, msgs in payload.errors.items()}
+    try:
+        return estimate_inference(payload.validated_data), {}
+    except EngineInputError as exc:
+        return None, dict(exc.errors)
+
+
+def curve_frame(request: HttpRequest) -> pd.DataFrame:
+    result, errors = estimate(request)
+    if errors:
+        raise BadRequest("; ".join(f"{key}: {msg}" for key, msg in errors.items()))
+    return curve_from(result)
+
+
+def curve_from(result: dict) -> pd.DataFrame:
+    options = options_with_steps(pd.DataFrame(result["options"]))
+    return latency_throughput_curve(options, int(result["output_tokens"]))
+
+
+def options_with_steps(options: pd.DataFrame) -> pd.DataFrame:
+    needed = {"step_fixed_s", "step_memory_s", "step_compute_s", "prefill_ms", "max_batch"}
+    return options if needed <= set(options.columns) else options.iloc[0:0]
+
+
+def curve_figure(frame: pd.DataFrame) -> go.Figure:
+    figure = go.Figure()
+    for (name, tp), part in frame.groupby(["accelerator", "tp"], sort=False):
+        figure.add_trace(
+            go.Scatter(
+                x=part["tokens_per_s_per_card"],
+                y=part["tpot_ms"],
+                mode="lines+markers",
+                name=f"{name} (TP{tp})",
+                customdata=part[["batch"]],
+                hovertemplate="batch %{customdata[0]}: %{x:,.0f} tokens/s per card, "
+                "%{y:.1f} ms per token<extra>%{fullData.name}</extra>",
+            )
+        )
+    return charts.styled(
+        figure,
+        "Latency against throughput per card model (the batch grows along each line)",
+        "Output tokens/s per card",
+        "Time per output token (ms)",
+    )
+
+
+charts.register(
+    CURVE,
+    "Latency against throughput per card model",
+    curve_frame,
+    curve_figure,
+    "Each point is one batch size on the card model's best tensor-parallel degree.",
+)
+
+
+@role_required()
+@require_safe
+def inference_planner(request: HttpRequest):
+    result, errors = estimate(request)
+    data = query_input(request)
+    context = {
+        "data": data,
+        "form_fields": [(name, label, data.get(name, "")) for name, label in FORM_FIELDS],
+        "catalog": AcceleratorModel.objects.order_by("vendor", "name"),
+        "errors": errors,
+        "result": result,
+        "columns": TABLE_COLUMNS,
+    }
+    if errors:
+        return render(request, "frontend/dashboards/planner_inference.html", context, status=400)
+    context["assumptions"] = [
+        (key, value, result["provenance"].get(key, "")) for key, value in result["settings"].items()
+    ]
+    context["chart"] = charts.render_chart(CURVE, request, curve_from(result))
+    return render(request, "frontend/dashboards/planner_inference.html", context)
+
+
+urlpatterns = [path("planner/inference/", inference_planner, name="planner-inference")]
