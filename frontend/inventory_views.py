@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.admin.utils import NestedObjects
 from django.db import router, transaction
 from django.db.models import Count, ProtectedError
+from django.forms import CheckboxInput
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -334,8 +335,20 @@ class VersionedUpdateView(InventoryFormMixin, UpdateView):
         conflict = conflict_since(current, opened, yours, label)
         form.data = form.data.copy()
         form.data[OPENED_VERSION] = str(conflict.current_version)
+        self.take_theirs(form, current, [f.name for f in conflict.fields if not f.yours_changed])
         self.object = current
         return self.render_to_response(self.get_context_data(form=form, conflict=conflict))
+
+    def take_theirs(self, form, current, names: list[str]) -> None:
+        """Put their saved values in the form where you had changed nothing: no clash there."""
+        kwargs = {**self.get_form_kwargs(), "data": None, "files": None, "instance": current}
+        saved = self.get_form_class()(**kwargs)
+        for name in names:
+            value = saved[name].value()
+            if isinstance(form.fields[name].widget, CheckboxInput):
+                form.data.setlist(name, ["on"] if value else [])
+            else:
+                form.data[name] = "" if value is None else str(value)
 
 
 class SiteCreateView(InventoryFormMixin, CreateView):

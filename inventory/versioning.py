@@ -25,6 +25,8 @@ class FieldConflict:
     label: str
     theirs: str
     yours: str
+    # False when your form still held the value you opened: theirs can be kept, no clash.
+    yours_changed: bool = True
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def conflict_since(
     """The fields of `yours` that others changed since `opened_version`, theirs beside yours.
 
     Without a history row of the opened version (older than the history), every field whose
-    stored value differs from yours is listed.
+    stored value differs from yours is listed, as changed by you too.
     """
     model = type(current)
     snapshot = current.history.filter(version=opened_version).order_by("-history_date").first()
@@ -73,18 +75,22 @@ def conflict_since(
     for name, value in yours.items():
         field = model._meta.get_field(name)
         stored = getattr(current, field.attname)
-        before = getattr(snapshot, field.attname) if snapshot is not None else None
-        changed = (
-            stored != before
-            if snapshot is not None
-            else shown(field, value) != shown(field, stored)
-        )
+        raw = value.pk if isinstance(value, models.Model) else value
+        if snapshot is None:
+            changed, yours_changed = shown(field, value) != shown(field, stored), True
+        else:
+            before = getattr(snapshot, field.attname)
+            changed, yours_changed = stored != before, raw != before
         if changed:
             theirs = getattr(current, name) if field.is_relation else stored
             text = str(field.verbose_name)
             fields.append(
                 FieldConflict(
-                    name, text[:1].upper() + text[1:], shown(field, theirs), shown(field, value)
+                    name,
+                    text[:1].upper() + text[1:],
+                    shown(field, theirs),
+                    shown(field, value),
+                    yours_changed,
                 )
             )
     user, when = last_change(current)

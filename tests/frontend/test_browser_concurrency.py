@@ -24,6 +24,7 @@ def test_the_second_of_two_planners_is_refused_and_sees_both_values(
         page.goto(f"/inventory/sites/{site.pk}/edit/")
 
     first.get_by_label("Measured PUE").fill("1.35")
+    first.get_by_label("Location").fill("Oslo S")
     first.get_by_role("button", name="Save").click()
     first.wait_for_url(f"**/inventory/sites/{site.pk}/")
 
@@ -35,6 +36,9 @@ def test_the_second_of_two_planners_is_refused_and_sees_both_values(
     assert f"was changed by {browser_planner.username} at" in text
     row = conflict.get_by_role("row", name="Measured PUE")
     assert row.get_by_role("cell").all_inner_texts() == ["1.35", "1.15"]
+    # Untouched by the second planner: the first one's value is now in the form.
+    assert "not changed by you" in conflict.get_by_role("row", name="Location").inner_text()
+    assert second.get_by_label("Location").input_value() == "Oslo S"
     screenshot(second, "inventory-edit-conflict")
     site.refresh_from_db()
     assert site.pue == 1.35  # nothing silently reverted
@@ -43,4 +47,4 @@ def test_the_second_of_two_planners_is_refused_and_sees_both_values(
     second.get_by_role("button", name="Save").click()
     second.wait_for_url(f"**/inventory/sites/{site.pk}/")
     site.refresh_from_db()
-    assert site.pue == 1.15
+    assert (site.pue, site.location) == (1.15, "Oslo S")

@@ -302,3 +302,28 @@ def test_the_schema_documents_if_match_and_412_on_updates():
             headers = [p["name"] for p in operation["parameters"] if p["in"] == "header"]
             assert "If-Match" in headers and "412" in operation["responses"], (path, method)
     assert "412" not in paths["/api/v1/sites/{id}/"]["get"]["responses"]
+
+
+def test_a_field_only_they_changed_takes_their_value_so_saving_again_reverts_nothing(planner, site):
+    alice, bob = Client(), Client()
+    alice.force_login(planner)
+    bob.force_login(make_user("bob", "planner"))
+    url = f"/inventory/sites/{site.pk}/edit/"
+    alice_version = opened_version(alice.get(url).content.decode())
+    bob_version = opened_version(bob.get(url).content.decode())
+    bob.post(
+        url, site_form(site, location="Oslo S", pue_confirmed="on", opened_version=bob_version)
+    )
+
+    refused = alice.post(url, site_form(site, pue="1.15", opened_version=alice_version))
+    html = refused.content.decode()
+    table = re.search(r'<table class="conflict">(.*?)</table>', html, re.S).group(1)
+    assert "Oslo S" in table and "not changed by you" in table and "Measured PUE" not in table
+    assert 'name="location" value="Oslo S"' in html  # theirs, in the form
+    assert re.search(r'<input type="checkbox" name="pue_confirmed"[^>]* checked', html)
+
+    form = site_form(site, pue="1.15", opened_version=opened_version(html))
+    form |= {"location": "Oslo S", "pue_confirmed": "on"}  # what the re-rendered form submits
+    assert alice.post(url, form).status_code == 302
+    site.refresh_from_db()
+    assert (site.location, site.pue_confirmed, site.pue) == ("Oslo S", True, 1.15)
