@@ -33,7 +33,6 @@ from planner.engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
     estimate_training,
-    pareto_front,
     plan_capacity,
     prepare_options,
 )
@@ -44,6 +43,7 @@ from planner.engine.sensitivity import Lever, lever_roi, sensitivity
 from planner.estimates import EstimateInputError
 from planner.inputs import cluster_cards, opex_per_card
 from planner.models import AnalysisStatus, Plan
+from planner.ranking import first_by, rank_options, ranked
 
 MAX_OPTIONS = 5_000  # a bigger grid is rarely a question anyone asks, and the JSON grows fast
 MIN_OPTIONS_PER_CHUNK = 64  # below this, progress reporting costs more than it tells
@@ -748,17 +748,6 @@ def mark_plans_stale(level: str, ids: Iterable[int | None]) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def rank_options(plan: pd.DataFrame) -> pd.DataFrame:
-    """Ranks and Pareto flags over the whole plan (chunks were evaluated separately)."""
-    feasible = plan["feasible"].to_numpy(dtype=bool)
-    cost = np.where(feasible, plan["total_cost"].to_numpy(np.float64), np.nan)
-    days = np.where(feasible, plan["days"].to_numpy(np.float64), np.nan)
-    plan["rank_by_cost"] = pd.Series(cost, index=plan.index).rank(method="min")
-    plan["rank_by_days"] = pd.Series(days, index=plan.index).rank(method="min")
-    plan["on_pareto_front"] = pareto_front(days, cost)
-    return plan
-
-
 def option_rows(plan: pd.DataFrame) -> list[dict[str, Any]]:
     """Flat, JSON-safe option rows with units in the column names."""
     table = pd.DataFrame(index=plan.index)
@@ -828,11 +817,6 @@ def _measured_history_rows(plan: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def _first_by(plan: pd.DataFrame, column: str) -> int | None:
-    ranked = plan[column].dropna()
-    return None if ranked.empty else int(ranked.sort_values(kind="stable").index[0])
-
-
 def compute(
     plan: Plan, on_progress: Callable[[int], None] = lambda percent: None
 ) -> tuple[dict, dict, dict]:
@@ -856,7 +840,7 @@ def compute(
 
     rows = option_rows(evaluated)
     rows_by_id = {row["option_id"]: row for row in rows}
-    cheapest, fastest = _first_by(evaluated, "rank_by_cost"), _first_by(evaluated, "rank_by_days")
+    cheapest, fastest = first_by(evaluated, "rank_by_cost"), first_by(evaluated, "rank_by_days")
     pareto_ids = (
         evaluated[evaluated["on_pareto_front"]].sort_values(["days", "total_cost"]).index.tolist()
     )
@@ -879,9 +863,10 @@ def compute(
         "summary": summary,
         "columns": list(OPTION_COLUMN_NAMES),
         "options": rows,
+        # Per currency, then by rank within it (one list per ranking, currencies apart).
         "ranking": {
-            "by_cost": evaluated["rank_by_cost"].dropna().sort_values(kind="stable").index.tolist(),
-            "by_days": evaluated["rank_by_days"].dropna().sort_values(kind="stable").index.tolist(),
+            "by_cost": ranked(evaluated, "rank_by_cost"),
+            "by_days": ranked(evaluated, "rank_by_days"),
         },
         "pareto_front": pareto_ids,
         "sensitivity_option_ids": shortlist[shortlist["feasible"]].index.tolist(),

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_safe
 
 from frontend.charts import SERIES_COLOURS, register, styled
 from frontend.dashboards import usage_selectors as data
+from frontend.dashboards.money import currency_panels
 from frontend.permissions import role_required
 
 PART_COLOURS = {
@@ -29,99 +30,102 @@ CHARGEBACK_COLUMNS = [
 ]
 
 
-def _currency(frame: pd.DataFrame) -> str:
-    currencies = sorted(frame["currency"].dropna().unique())
-    return ", ".join(currencies) if currencies else "currency"
+def _money_title(currency: str) -> str:
+    return f"Cost ({currency})" if currency else "Cost"
 
 
 def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     group = frame.columns[0]
-    labels = frame[group].astype(str) + (
-        " (" + frame["currency"] + ")" if frame["currency"].nunique() > 1 else ""
-    )
-    figure = go.Figure()
-    for column, label in data.COST_PARTS.items():
-        figure.add_trace(
-            go.Bar(
-                x=labels,
-                y=frame[column],
-                name=label,
-                marker_color=PART_COLOURS[column],
-                customdata=frame[["currency"]].to_numpy(),
-                hovertemplate=f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>",
+    figure = None
+    for figure, currency, rows, row, col in currency_panels(frame):
+        for column, label in data.COST_PARTS.items():
+            figure.add_trace(
+                go.Bar(
+                    x=rows[group].astype(str),
+                    y=rows[column],
+                    name=label,
+                    legendgroup=column,
+                    showlegend=col == 1,
+                    marker_color=PART_COLOURS[column],
+                    customdata=rows[["currency"]].to_numpy(),
+                    hovertemplate=f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>",
+                ),
+                row=row,
+                col=col,
             )
-        )
+        figure.update_yaxes(title_text=_money_title(currency), row=row, col=col)
     figure.update_layout(barmode="stack")
     return styled(
         figure,
         f"Cost per {GROUP_LABELS.get(group, group).lower()}: ownership, energy, PUE overhead",
         GROUP_LABELS.get(group, group),
-        f"Cost ({_currency(frame)})",
     )
 
 
 def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
-    figure = go.Figure()
-    for index, ((cluster, currency), rows) in enumerate(
-        frame.groupby(["cluster", "currency"], sort=False)
-    ):
-        fleet = cluster == data.ALL_CLUSTERS
-        figure.add_trace(
-            go.Scatter(
-                x=rows["bucket_start"],
-                y=rows["cost_per_effective_pflop_day"],
-                name=f"{cluster} ({currency})",
-                mode="lines+markers",
-                line={
-                    "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                    "dash": "dash" if fleet else "solid",
-                },
-                customdata=rows[["total_cost", "effective_pflop_days"]].to_numpy(),
-                hovertemplate=(
-                    f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
-                    f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
-                    "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
+    figure = None
+    index = 0
+    for figure, currency, rows_of_currency, row, col in currency_panels(frame):
+        for cluster, rows in rows_of_currency.groupby("cluster", sort=False):
+            fleet = cluster == data.ALL_CLUSTERS
+            figure.add_trace(
+                go.Scatter(
+                    x=rows["bucket_start"],
+                    y=rows["cost_per_effective_pflop_day"],
+                    name=f"{cluster} ({currency})",
+                    mode="lines+markers",
+                    line={
+                        "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
+                        "dash": "dash" if fleet else "solid",
+                    },
+                    customdata=rows[["total_cost", "effective_pflop_days"]].to_numpy(),
+                    hovertemplate=(
+                        f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
+                        f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
+                        "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
+                    ),
                 ),
+                row=row,
+                col=col,
             )
+            index += 1
+        figure.update_yaxes(
+            title_text=f"Cost per effective PFLOP-day ({currency})", row=row, col=col
         )
-    return styled(
-        figure,
-        "Cost per effective PFLOP-day",
-        "Period start (date)",
-        f"Cost per effective PFLOP-day ({_currency(frame)})",
-    )
+    return styled(figure, "Cost per effective PFLOP-day", "Period start (date)")
 
 
 def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
     frame = frame.sort_values("chargeback_cost", ascending=True)
-    labels = frame["team"] + (
-        " (" + frame["currency"] + ")" if frame["currency"].nunique() > 1 else ""
-    )
-    figure = go.Figure()
-    for column, label, colour in (
-        ("used_cost", "Used", "#1f5fa8"),
-        ("idle_cost_share", "Idle share", "#a8c5e6"),
-    ):
-        figure.add_trace(
-            go.Bar(
-                y=labels,
-                x=frame[column],
-                name=label,
-                orientation="h",
-                marker_color=colour,
-                customdata=frame[["currency"]].to_numpy(),
-                hovertemplate=(
-                    f"%{{y}}: {label.lower()} %{{x:,.0f}} %{{customdata[0]}}<extra></extra>"
+    figure = None
+    panels = 0
+    for figure, currency, rows, row, col in currency_panels(frame, horizontal=True):
+        panels += 1
+        for column, label, colour in (
+            ("used_cost", "Used", "#1f5fa8"),
+            ("idle_cost_share", "Idle share", "#a8c5e6"),
+        ):
+            figure.add_trace(
+                go.Bar(
+                    y=rows["team"],
+                    x=rows[column],
+                    name=label,
+                    legendgroup=column,
+                    showlegend=row == 1,
+                    orientation="h",
+                    marker_color=colour,
+                    customdata=rows[["currency"]].to_numpy(),
+                    hovertemplate=(
+                        f"%{{y}}: {label.lower()} %{{x:,.0f}} %{{customdata[0]}}<extra></extra>"
+                    ),
                 ),
+                row=row,
+                col=col,
             )
-        )
-    figure.update_layout(barmode="stack", height=max(320, 60 + 28 * len(frame)))
-    return styled(
-        figure,
-        "Chargeback per team: used cost and idle share",
-        f"Cost ({_currency(frame)})",
-        "Team",
-    )
+        figure.update_xaxes(title_text=_money_title(currency), row=row, col=col)
+        figure.update_yaxes(title_text="Team", row=row, col=col)
+    figure.update_layout(barmode="stack", height=max(320, 60 * panels + 28 * len(frame)))
+    return styled(figure, "Chargeback per team: used cost and idle share")
 
 
 register(

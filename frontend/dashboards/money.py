@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 from django.http import HttpRequest
+from plotly.subplots import make_subplots
 
 from frontend.dashboards.analysis_selectors import FACTOR_LABELS, SUMMARY
 from inventory.currency import ISO_4217_CODES, conversions
@@ -64,3 +65,21 @@ def money_context(
     context["converted"] = converted_total(rows, "lost_money", rates, target)
     context["unconverted"] = sorted(code for code, rate in rates.items() if rate is None)
     return context
+
+
+def currency_panels(frame: pd.DataFrame, horizontal: bool = False):
+    """One panel (own money axis) per currency: money in two currencies never shares an axis.
+
+    Yields (figure, currency, rows of that currency, row, col); ``horizontal`` stacks the
+    panels (bars laid out sideways share a team axis badly side by side).
+    """
+    currencies = sorted(frame["currency"].dropna().unique()) or [""]
+    count = len(currencies)
+    figure = make_subplots(
+        rows=count if horizontal else 1,
+        cols=1 if horizontal else count,
+        subplot_titles=currencies if count > 1 else None,
+    )
+    for index, currency in enumerate(currencies, start=1):
+        rows = frame[frame["currency"] == currency] if currency else frame
+        yield figure, currency, rows, (index if horizontal else 1), (1 if horizontal else index)

@@ -25,6 +25,7 @@ from plotly.subplots import make_subplots
 
 from access.roles import PLANNER, has_role
 from frontend import charts
+from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
 from frontend.permissions import role_required
 from planner import plans
@@ -54,6 +55,10 @@ OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("cards", "Cards", True),
     ("split", "TP × PP × DP", False),
     ("days", "Days", True),
+    ("running_days", "Running days", True),
+    ("utilization", "Utilization", True),
+    ("effective_time", "Effective time", True),
+    ("scaling", "Scaling", True),
     ("card_hours", "Card-hours", True),
     ("total_cost", "Total cost", True),
     ("cost_per_effective_pflop_day", "Cost per effective PFLOP-day", True),
@@ -86,6 +91,13 @@ def currency_of(frame: pd.DataFrame) -> str:
     """The plan's currency, or "" when the options mix currencies (costs are not converted)."""
     currencies = set(frame["currency"].dropna()) if "currency" in frame else set()
     return currencies.pop() if len(currencies) == 1 else ""
+
+
+def option_currency(frame: pd.DataFrame, option_id: int | None) -> str:
+    """The chosen option's currency: its sensitivity and levers are money in that currency."""
+    if option_id is None or frame.empty or "currency" not in frame:
+        return currency_of(frame) if not frame.empty else ""
+    return str(frame.loc[option_id, "currency"] or "")
 
 
 def scatter_frame(plan: Plan) -> pd.DataFrame:
@@ -167,72 +179,10 @@ def tornado_data(request: HttpRequest) -> pd.DataFrame:
     plan = plan_for_chart(request)
     frame = options_frame(plan)
     option_id = chosen_option(plan, frame, request.GET.get("option"))
-    return tornado_frame(plan, option_id, currency_of(frame) if not frame.empty else "")
+    return tornado_frame(plan, option_id, option_currency(frame, option_id))
 
 
 # --- figures ------------------------------------------------------------------------------------
-
-
-def _cost_title(currency: str) -> str:
-    return f"Total cost ({currency})" if currency else "Total cost (mixed currencies)"
-
-
-def _hover(frame: pd.DataFrame) -> list[str]:
-    place = (
-        frame["site"]
-        .fillna("")
-        .astype(str)
-        .where(frame["pool"].isna(), "pool " + frame["pool"].astype(str))
-    )
-    return [
-        f"{label}<br>{days:,.1f} days · {cost:,.0f} {currency or ''}<br>{cards:,.0f} cards"
-        + (f" · {where}" if where else "")
-        for label, days, cost, currency, cards, where in zip(
-            frame["label"],
-            frame["days"],
-            frame["total_cost"],
-            frame["currency"].fillna(""),
-            frame["cards"],
-            place,
-            strict=True,
-        )
-    ]
-
-
-def scatter_figure(frame: pd.DataFrame) -> go.Figure:
-    figure = go.Figure()
-    hover = pd.Series(_hover(frame), index=frame.index)
-    for accelerator, part in frame.groupby("accelerator", sort=True):
-        figure.add_trace(
-            go.Scatter(
-                x=part["days"],
-                y=part["total_cost"],
-                mode="markers",
-                name=str(accelerator),
-                text=hover[part.index],
-                hovertemplate="%{text}<extra></extra>",
-                marker={"size": 10, "opacity": 0.8},
-            )
-        )
-    front = frame[frame["on_pareto_front"].astype(bool)].sort_values("days")
-    figure.add_trace(
-        go.Scatter(
-            x=front["days"],
-            y=front["total_cost"],
-            mode="lines+markers",
-            name="Pareto front",
-            text=hover[front.index],
-            hovertemplate="Pareto front<br>%{text}<extra></extra>",
-            line={"color": "#222", "width": 2, "dash": "dot"},
-            marker={"symbol": "diamond-open", "size": 14, "color": "#222"},
-        )
-    )
-    return charts.styled(
-        figure,
-        "Days vs cost of every feasible option",
-        "Calendar time (days)",
-        _cost_title(currency_of(frame)),
-    )
 
 
 def tornado_figure(frame: pd.DataFrame) -> go.Figure:
@@ -330,6 +280,11 @@ def sorted_options(frame: pd.DataFrame, sort: str, descending: bool) -> list[dic
         ]
         row["overridden"] = [
             FACTOR_LABELS[f] for f in FACTORS if row.get(f"{f}_provenance") == "override"
+        ]
+        # The assumptions that move days: days = running days ÷ utilization.
+        row["assumptions"] = [
+            (f, row.get(f), row.get(f"{f}_provenance") or "")
+            for f in ("utilization", "effective_time", "scaling")
         ]
     return rows
 
@@ -525,8 +480,8 @@ def plan_detail(request: HttpRequest, pk: int):
     }
     if context["has_results"]:
         frame = options_frame(plan)
-        currency = currency_of(frame) if not frame.empty else ""
         option_id = chosen_option(plan, frame, request.GET.get("option"))
+        currency = option_currency(frame, option_id)
         sort = request.GET.get("sort") or DEFAULT_SORT
         if sort not in SORTABLE:
             sort = DEFAULT_SORT
@@ -549,7 +504,8 @@ def plan_detail(request: HttpRequest, pk: int):
             "sort": sort,
             "chosen": chosen,
             "tornado_rows": tornado.to_dict("records"),
-            "lever_rows": levers.to_dict("records"),
+            # No figure is "nan" on the page: a missing one is None (shown as "—" or "never").
+            "lever_rows": levers.astype(object).where(levers.notna(), None).to_dict("records"),
             "whatif": whatif_context(plan, chosen) if chosen else None,
             "measured_history": results.get("measured_history") or [],
             "warnings": results.get("warnings") or [],
