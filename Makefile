@@ -19,6 +19,7 @@ migrate: install
 # Web on http://127.0.0.1:8000/, a Celery worker and beat, on SQLite and the filesystem broker.
 run: migrate
 	$(BIN)/python manage.py load_demo_fleet
+	$(BIN)/python manage.py load_demo_usage
 	$(BIN)/python manage.py ensure_login
 	$(BIN)/honcho --procfile platform/Procfile.dev --app-root . start
 

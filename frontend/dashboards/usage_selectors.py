@@ -39,7 +39,7 @@ from accounting.selectors import GROUP_COLUMNS, AccountingScope
 from config.bounds import WithinDates
 from frontend.charts import download_urls, render_chart
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
-from planner.engine.cost import IDLE_RULES
+from planner.engine.cost import IDLE_RULES, cost_per_effective_pflop_day
 
 MAX_PERIOD_DAYS = 3 * 366
 CACHE_ALIAS = "dashboards"
@@ -71,7 +71,7 @@ COST_GROUPS = [("cluster", "Cluster"), ("pool", "Pool"), ("site", "Site")]
 IDLE_RULE_LABELS = {
     "proportional": "Proportional: idle cost shared in proportion to used card-hours",
     "even": "Even: idle cost shared equally among the teams that used the pool",
-    "none": "None: idle cost not charged (shown as its own row)",
+    "none": "Not charged: idle cost listed as its own row, charged to no team",
 }
 IDLE_RULE_WORDS = {
     "proportional": (
@@ -492,19 +492,17 @@ def cost_per_pflop_day(request: HttpRequest) -> pd.DataFrame:
     if units.empty:
         return units
     keys = ["cluster", "currency", "bucket_start"]
-    per_cluster = units.groupby(keys, as_index=False, sort=True)[
-        ["total_cost", "effective_pflop_days"]
-    ].sum()
+    summed = ["total_cost", "effective_pflop_days", "peak_pflop_days"]
+    per_cluster = units.groupby(keys, as_index=False, sort=True)[summed].sum()
     fleet = (
-        units.groupby(["currency", "bucket_start"], as_index=False, sort=True)[
-            ["total_cost", "effective_pflop_days"]
-        ]
+        units.groupby(["currency", "bucket_start"], as_index=False, sort=True)[summed]
         .sum()
         .assign(cluster=ALL_CLUSTERS)
     )
     frame = pd.concat([per_cluster, fleet], ignore_index=True)
-    effective = frame["effective_pflop_days"]
-    frame["cost_per_effective_pflop_day"] = frame["total_cost"] / effective.where(effective > 0)
+    frame["cost_per_effective_pflop_day"] = cost_per_effective_pflop_day(
+        frame["total_cost"], frame["effective_pflop_days"], frame["peak_pflop_days"]
+    )
     return frame[
         [
             "cluster",

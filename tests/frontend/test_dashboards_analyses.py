@@ -233,11 +233,12 @@ def test_fleet_page_shows_the_stored_factors_money_and_tiles(client, viewer, fle
         assert LABELS[factor] in html
         assert f"{summary[factor] * 100:.1f} %" in html, factor
         assert summary[f"{factor}_provenance"] in {"measured", "modeled", "default"}
-    money = {f: summary[f"lost_{f}_money"] for f in FACTORS}
-    total = sum(money.values())
-    assert f"{round(total):,}" in html
-    worst = max(money, key=money.get)
-    assert re.search(rf"Lost most to</dt><dd>(<span[^>]*>)?{re.escape(LABELS[worst])}", html)
+    # Money is listed per currency (never summed across currencies).
+    for entry in summary["money_by_currency"]:
+        assert f'{round(entry["lost_money"]):,} <span class="unit">{entry["currency"]}' in html
+        label = LABELS[entry["worst_factor"]]
+        assert f'{label} <span class="unit">' in html
+    assert "mixed currencies" not in html
     assert f"{round(summary['peak_pflop_days']):,}" in html
     assert f"{round(summary['effective_pflop_days']):,}" in html
     for site in fleet_analysis.results["sites"]:
@@ -317,8 +318,9 @@ def test_waterfall_bars_go_from_nameplate_to_effective_for_every_scope(
             assert f"provenance-{stored[f'{factor}_provenance']}" in row.group(0), (key, factor)
         # Text labels carry PFLOP-days and money.
         assert all("PFLOP-days" in text for text in trace["text"])
-        if stored.get("lost_mfu_money"):
-            assert "USD" in trace["text"][order.index("mfu") + 1]
+        if stored.get("lost_mfu_money"):  # a scope of one site: its own currency
+            currencies = {p["currency"] for p in results["pools"]}
+            assert any(c in trace["text"][order.index("mfu") + 1] for c in currencies)
 
 
 def test_waterfall_csv_equals_the_numbers_plotted(client, viewer, fleet_analysis, mixed_pool):

@@ -1,0 +1,131 @@
+"""The walk of every page on the demo data (issue 14), in a real Chromium: Fleet, Analyses, a
+mixed pool, Usage, Costs, Planner, a plan, Reports, a report and its print page.
+
+A page fails on "None", "nan" or "inf" in its text, on a utilization outside [0, 1] in a chart,
+on a money figure over several currencies (one axis or one figure for two currencies), or on a
+filter whose shown value differs from the one applied. (The no-usage walk is its counterpart.)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from tests.frontend.test_dashboards_analyses import compute_now as analyse_now
+from tests.planner_api.conftest import compute_now as plan_now
+from tests.planner_api.conftest import plan_payload
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BAD_WORDS = re.compile(r"\b(None|nan|NaN|inf|Infinity|-inf)\b")
+MIXED_MONEY = re.compile(r"mixed currencies|\((?:[A-Z]{3}, )+[A-Z]{3}\)")
+# Each chart's traces with the titles of the axes they are drawn on.
+CHARTS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(div => {
+  const layout = div.layout || {};
+  const title = a => ((layout[a] || {}).title || {}).text || '';
+  return {id: div.id, title: (layout.title || {}).text || '', traces: div.data.map(t => ({
+    name: t.name || '', type: t.type,
+    y: Array.isArray(t.y) ? t.y : [], x: Array.isArray(t.x) ? t.x : [],
+    ytitle: title('yaxis' + (t.yaxis || 'y').slice(1)),
+    xtitle: title('xaxis' + (t.xaxis || 'x').slice(1))}))};
+})"""
+SHOWN = """() => Object.fromEntries([...document.querySelectorAll('form.filters select')]
+  .map(e => [e.name, e.value]))"""
+
+
+@pytest.fixture
+def demo(browser_planner, django_capture_on_commit_callbacks):
+    from accounting.demo_usage import load_demo_usage
+    from accounting.rollups import refresh_usage_rollups
+    from inventory.models import Pool
+    from inventory.services import load_demo_fleet
+    from planner import plans, services
+    from reports import periods
+    from reports import services as reports
+    from reports.models import ReportSchedule
+
+    load_demo_fleet()
+    today = dt.datetime.now(dt.UTC).date()
+    load_demo_usage(today)
+    refresh_usage_rollups()
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet")
+        plan = plans.create_plan(owner=browser_planner, **plan_payload())
+    analysis = analyse_now(analysis)
+    plan_now(plan.pk)
+    schedule = reports.save_schedule(
+        ReportSchedule(
+            name="Demo weekly",
+            frequency="weekly",
+            timezone="UTC",
+            template="efficiency_review",
+            recipient_addresses=["finance@example.com"],
+            formats=["html_email", "xlsx", "print_html"],
+        )
+    )
+    end = dt.datetime.combine(today - dt.timedelta(days=today.weekday()), dt.time(), dt.UTC)
+    report, _ = reports.get_or_create_report(
+        schedule, periods.Period(end - dt.timedelta(days=7), end)
+    )
+    assert reports.generate(report.pk).done
+    pool = Pool.objects.get(name="mixed-a100-h100")
+    return {
+        "Fleet": "/",
+        "Analyses": "/analyses/",
+        "Mixed pool": f"/analyses/{analysis.pk}/pools/{pool.pk}/",
+        "Usage": "/usage/",
+        "Costs": "/costs/",
+        "Planner": "/planner/",
+        "Plan": f"/planner/{plan.pk}/",
+        "Reports": "/reports/",
+        "Report": f"/reports/{report.pk}/",
+        "Print page": f"/reports/{report.pk}/view/",
+    }
+
+
+def _problems(name: str, page) -> list[str]:
+    problems = []
+    text = page.inner_text("body")
+    for match in BAD_WORDS.finditer(text):
+        around = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
+        problems.append(f"{name}: {match.group(0)!r} in “…{around}…”")
+    if MIXED_MONEY.search(text):
+        problems.append(f"{name}: money over several currencies: {MIXED_MONEY.search(text)[0]}")
+    for chart in page.evaluate(CHARTS):
+        for trace in chart["traces"]:
+            for axis, values in (("ytitle", trace["y"]), ("xtitle", trace["x"])):
+                title = trace[axis]
+                if MIXED_MONEY.search(title):
+                    problems.append(f"{name} {chart['id']}: one money axis “{title}”")
+                if "tilization" not in title:
+                    continue
+                top = 100.0 if "%" in title else 1.0
+                numbers = [v for v in values if isinstance(v, int | float)]
+                if any(v < 0 or v > top * (1 + 1e-9) for v in numbers):
+                    problems.append(f"{name} {chart['id']}: utilization outside [0, 1] {title}")
+    return problems
+
+
+def _filter_truth(name: str, page) -> list[str]:
+    """Each filter's shown value is the one the page says it applied."""
+    shown = page.evaluate(SHOWN)
+    subtitle = page.inner_text(".subtitle") if page.locator(".subtitle").count() else ""
+    problems = []
+    for field in ("granularity", "group_by", "idle_rule"):
+        if field in shown and shown[field] and shown[field] not in subtitle:
+            problems.append(f"{name}: {field} shows {shown[field]!r}, the page applied: {subtitle}")
+    return problems
+
+
+def test_every_page_of_the_demo_tells_the_truth(browser_page, demo):
+    page = browser_page
+    problems: list[str] = []
+    for name, path in demo.items():
+        response = page.goto(path)
+        assert response.status == 200, (name, path, response.status)
+        page.wait_for_load_state("networkidle")
+        problems += _problems(name, page)
+        problems += _filter_truth(name, page)
+    assert not problems, "\n".join(problems)
