@@ -143,11 +143,17 @@ def test_every_inventory_endpoint_checks_if_match(
 # --- Edit pages ---------------------------------------------------------------------------------
 
 
-def test_second_planner_saving_a_stale_site_form_is_refused_with_both_values(planner, site):
+@pytest.fixture
+def two_planners(planner, site):
+    """Alice and Bob, both logged in as planners, and the site's edit page."""
     alice, bob = Client(), Client()
     alice.force_login(planner)
     bob.force_login(make_user("bob", "planner"))
-    url = f"/inventory/sites/{site.pk}/edit/"
+    return alice, bob, f"/inventory/sites/{site.pk}/edit/"
+
+
+def test_second_planner_saving_a_stale_site_form_is_refused_with_both_values(two_planners, site):
+    alice, bob, url = two_planners
     alice_version = opened_version(alice.get(url).content.decode())
     bob_version = opened_version(bob.get(url).content.decode())
 
@@ -304,11 +310,10 @@ def test_the_schema_documents_if_match_and_412_on_updates():
     assert "412" not in paths["/api/v1/sites/{id}/"]["get"]["responses"]
 
 
-def test_a_field_only_they_changed_takes_their_value_so_saving_again_reverts_nothing(planner, site):
-    alice, bob = Client(), Client()
-    alice.force_login(planner)
-    bob.force_login(make_user("bob", "planner"))
-    url = f"/inventory/sites/{site.pk}/edit/"
+def test_a_field_only_they_changed_takes_their_value_so_saving_again_reverts_nothing(
+    two_planners, site
+):
+    alice, bob, url = two_planners
     alice_version = opened_version(alice.get(url).content.decode())
     bob_version = opened_version(bob.get(url).content.decode())
     bob.post(
