@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest
 from django.shortcuts import render
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_safe
 
 from frontend import charts
@@ -131,6 +131,29 @@ charts.register(
 )
 
 
+def whatif(data: dict, result: dict) -> dict | None:
+    """The what-if panel's config: the form's input on the recommended card model, and
+    sliders for the traffic (a tenth to ten times) and the context reserved per sequence."""
+    if not result["feasible"] or data.get("requests_per_s") is None:
+        return None
+    rate = float(data["requests_per_s"])
+    sequence = int(data["input_tokens"]) + int(data["output_tokens"])
+    context = int(data.get("context_tokens") or sequence)
+    return {
+        "endpoint": reverse("estimate-inference"),
+        "base": {**data, "accelerator": [result["accelerator"]]},
+        "sliders": [
+            _slider("requests_per_s", "Requests/s", rate / 10, rate * 10, rate / 10, rate),
+            _slider("context_tokens", "Context per sequence (tokens)", sequence,
+                    min(sequence * 32, 10_000_000), sequence, context),
+        ],
+    }  # fmt: skip
+
+
+def _slider(name: str, label: str, low: float, high: float, step: float, value: float) -> dict:
+    return {"name": name, "label": label, "min": low, "max": high, "step": step, "value": value}
+
+
 @role_required()
 @require_safe
 def inference_planner(request: HttpRequest):
@@ -150,6 +173,7 @@ def inference_planner(request: HttpRequest):
         (key, value, result["provenance"].get(key, "")) for key, value in result["settings"].items()
     ]
     context["chart"] = charts.render_chart(CURVE, request, curve_from(result))
+    context["whatif"] = whatif(data, result)
     return render(request, "frontend/dashboards/planner_inference.html", context)
 
 
