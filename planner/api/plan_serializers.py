@@ -88,6 +88,16 @@ class WorkloadSerializer(serializers.Serializer):
         return attrs
 
 
+def _object_id(data: int | str) -> int:
+    """A database key from an int or a string of digits, inside the id range."""
+    message = limit("object_id").message
+    if len(str(data)) > len(str(int(limit("object_id").high))):  # before int() of 5,000 digits
+        raise serializers.ValidationError(message)
+    if range_error("object_id", int(data)):
+        raise serializers.ValidationError(message)
+    return int(data)
+
+
 @extend_schema_field({"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]})
 class CatalogKeyField(serializers.Field):
     """A card model by its catalog name or id (resolved in one query by the service)."""
@@ -96,9 +106,7 @@ class CatalogKeyField(serializers.Field):
         if isinstance(data, bool) or not isinstance(data, (str, int)):
             raise serializers.ValidationError("Give a catalog name or id.")
         if isinstance(data, int) or data.isdecimal():
-            if int(data) < 1:
-                raise serializers.ValidationError("An id is a whole number >= 1.")
-            return int(data)
+            return _object_id(data)
         if not data.strip():
             raise serializers.ValidationError("Give a catalog name or id.")
         return data.strip()
@@ -147,9 +155,7 @@ class SiteEntryField(serializers.Field):
             return dict(site.validated_data)
         if isinstance(data, bool) or not isinstance(data, (int, str)) or not str(data).isdecimal():
             raise serializers.ValidationError("Give a site id or an object with the site figures.")
-        if int(data) < 1:
-            raise serializers.ValidationError("A site id is a whole number >= 1.")
-        return int(data)
+        return _object_id(data)
 
     def to_representation(self, value):
         return value
@@ -317,9 +323,7 @@ class PlanCompareQuerySerializer(serializers.Serializer):
         parts = [part.strip() for part in value.split(",") if part.strip()]
         if not parts or not all(part.isdecimal() for part in parts):
             raise serializers.ValidationError("Give plan ids separated by commas, e.g. 1,2.")
-        ids = _unique([int(part) for part in parts])
-        if any(range_error("object_id", plan_id) for plan_id in ids):
-            raise serializers.ValidationError(range_error("object_id", max(ids)))
+        ids = _unique([_object_id(part) for part in parts])
         if len(ids) > 10:
             raise serializers.ValidationError("Compare at most 10 plans.")
         return ids
