@@ -37,6 +37,7 @@ from inventory.validity import invalid_clusters
 from planner.engine.cost import (
     IDLE_RULES,
     chargeback,
+    cost_per_effective_pflop_day,
     waste_by_factor,
 )
 from planner.engine.coverage import clip_inventory, coverage_of
@@ -769,8 +770,10 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     allocated = summed["allocated_card_hours"]
     effective = summed["effective_pflop_days"]
     summed["cost_per_allocated_card_hour"] = summed["total_cost"] / allocated.where(allocated > 0)
-    summed["cost_per_effective_pflop_day"] = summed["total_cost"] / effective.where(effective > 0)
     peak = summed["peak_pflop_days"]
+    summed["cost_per_effective_pflop_day"] = cost_per_effective_pflop_day(
+        summed["total_cost"], effective, peak
+    )
     summed["effective_utilization"] = effective / peak.where(peak > 0)
     lost_columns = [f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES]
     summed["lost_cost_by_factor"] = [

@@ -29,9 +29,12 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
     figure = go.Figure()
     buckets = sorted(frame["bucket_start"].unique())
     for index, (name, part) in enumerate(frame.groupby(group, sort=True)):
-        # Buckets without data stay gaps in the line (NaN), never a drop to 0 %.
-        rows = part.set_index("bucket_start").reindex(buckets).rename_axis("bucket_start")
-        rows = rows.reset_index()
+        rows = part
+        if group != "team":
+            # A cluster, pool or card without data in a bucket is a gap, never a drop to 0 %
+            # (a team without a row simply ran nothing there).
+            rows = part.set_index("bucket_start").reindex(buckets).rename_axis("bucket_start")
+            rows = rows.reset_index()
         figure.add_trace(
             go.Scatter(
                 x=rows["bucket_start"],

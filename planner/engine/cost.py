@@ -53,8 +53,22 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from planner.engine.defaults import FACTOR_FLOOR
+
 HOURS_PER_YEAR = 8_760.0
 HOURS_PER_DAY = 24.0
+
+
+def cost_per_effective_pflop_day(
+    total_cost: pd.Series, effective_pflop_days: pd.Series, peak_pflop_days: pd.Series
+) -> pd.Series:
+    """Money per delivered PFLOP-day; undefined (NaN) where nothing was delivered.
+
+    A factor floored at FACTOR_FLOOR (an idle pool) leaves a sliver of effective compute:
+    dividing by it would print billions, so at or below the floor the ratio is undefined.
+    """
+    delivered = effective_pflop_days > FACTOR_FLOOR * peak_pflop_days
+    return total_cost / effective_pflop_days.where(delivered & (effective_pflop_days > 0))
 
 
 @dataclass(frozen=True)
@@ -218,8 +232,9 @@ def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER
             "cost_per_allocated_card_hour": total_cost / allocated.where(allocated > 0),
             "peak_pflop_days": peak_pflop_days,
             "effective_pflop_days": effective_pflop_days,
-            "cost_per_effective_pflop_day": total_cost
-            / effective_pflop_days.where(effective_pflop_days > 0),
+            "cost_per_effective_pflop_day": cost_per_effective_pflop_day(
+                total_cost, effective_pflop_days, peak_pflop_days
+            ),
         },
         index=index,
     )

@@ -127,3 +127,16 @@ def test_clip_inventory_keeps_a_later_commissioning():
     coverage = coverage_of(inventory, _windows(rows), START, END)
     assert coverage.share == pytest.approx(1.0)
     assert coverage.covered_days == pytest.approx(21)
+
+
+def test_cost_per_effective_pflop_day_is_undefined_when_nothing_was_delivered():
+    from planner.engine.cost import cost_per_effective_pflop_day
+    from planner.engine.defaults import FACTOR_FLOOR
+
+    cost = pd.Series([1000.0, 1000.0, 1000.0])
+    peak = pd.Series([10.0, 10.0, 10.0])
+    # Delivered: half the peak; an idle pool's floored sliver; nothing at all.
+    effective = pd.Series([5.0, 10.0 * FACTOR_FLOOR * 0.8, 0.0])
+    ratio = cost_per_effective_pflop_day(cost, effective, peak)
+    assert ratio.iloc[0] == pytest.approx(200.0)
+    assert ratio.iloc[1:].isna().all()

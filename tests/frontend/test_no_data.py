@@ -177,3 +177,26 @@ def test_report_advice_rests_on_measured_factors_and_says_so(cluster):
     assert {row["factor"] for row in advice} <= {"utilization", "effective_time", "energy"}
     assert advice[0]["rests_on"] == "usage covers 20 of 30 days"
     assert "Measured: usage covers 20 of 30 days." in advice[0]["text"]
+
+
+def test_usage_chart_leaves_a_gap_where_a_cluster_has_no_data():
+    import math
+
+    import pandas as pd
+
+    from frontend.dashboards.usage import utilization_figure
+
+    days = pd.to_datetime(["2024-03-01", "2024-03-02", "2024-03-03"])
+    frame = pd.DataFrame(
+        {
+            "cluster": ["alpha", "beta", "beta", "alpha"],
+            "bucket_start": [days[0], days[0], days[1], days[2]],
+            "utilization_pct": [40.0, 10.0, 20.0, 50.0],
+            "allocated_card_hours": [1.0, 1.0, 1.0, 1.0],
+            "available_card_hours": [2.0, 2.0, 2.0, 2.0],
+        }
+    )
+    alpha_trace = utilization_figure(frame).data[0]
+    assert alpha_trace.name == "alpha"
+    assert alpha_trace.y[0] == 40.0 and alpha_trace.y[2] == 50.0
+    assert math.isnan(alpha_trace.y[1])  # no data on day 2: a gap, not 0 %
