@@ -64,6 +64,21 @@ def _jobs(cluster, days: int) -> None:
     )
 
 
+def _report_numbers() -> dict:
+    """The numbers of a monthly efficiency review of the fleet over the period."""
+    schedule = report_services.save_schedule(
+        ReportSchedule(
+            name="Monthly",
+            frequency="monthly",
+            timezone="UTC",
+            template="efficiency_review",
+            recipient_addresses=["ops@example.com"],
+            formats=["html_email"],
+        )
+    )
+    return content.build_numbers(schedule, periods.Period(START, END))
+
+
 def _text(response) -> str:
     assert response.status_code == 200
     return response.content.decode()
@@ -139,17 +154,7 @@ def test_api_has_no_rows_and_names_the_cluster(cluster, client, viewer):
 
 
 def test_report_without_usage_has_no_figures_and_no_advice(cluster):
-    schedule = report_services.save_schedule(
-        ReportSchedule(
-            name="Monthly",
-            frequency="monthly",
-            timezone="UTC",
-            template="efficiency_review",
-            recipient_addresses=["ops@example.com"],
-            formats=["html_email"],
-        )
-    )
-    numbers = content.build_numbers(schedule, periods.Period(START, END))
+    numbers = _report_numbers()
     assert numbers["recommendations"] == []
     assert numbers["summary"]["effective_utilization"] is None
     figures = {row["name"]: row["value"] for row in numbers["summary"]["figures"]}
@@ -160,17 +165,7 @@ def test_report_without_usage_has_no_figures_and_no_advice(cluster):
 
 def test_report_advice_rests_on_measured_factors_and_says_so(cluster):
     _jobs(cluster, 20)
-    schedule = report_services.save_schedule(
-        ReportSchedule(
-            name="Monthly",
-            frequency="monthly",
-            timezone="UTC",
-            template="efficiency_review",
-            recipient_addresses=["ops@example.com"],
-            formats=["html_email"],
-        )
-    )
-    numbers = content.build_numbers(schedule, periods.Period(START, END))
+    numbers = _report_numbers()
     advice = numbers["recommendations"]
     assert advice, "20 of 30 days measured: the idle cards are a measured loss"
     # MFU and scaling are defaults and modeled here: never the ground for advice.
