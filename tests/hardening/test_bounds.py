@@ -74,7 +74,7 @@ def test_huge_model_params_is_a_cheap_400_naming_the_field(api, params):
         ("amortization_years", 1e-320, {"capital_cost_per_card": 30_000}),
         ("global_batch_sequences", 2**63, {}),
         ("cards", 2**63, {}),
-        ("seq_len", 1e400, {}),  # JSON 1e400 parses as infinity
+        ("seq_len", "1e400", {}),
         ("mfu", 1e-320, {}),
         ("pue", "1e308", {}),
         ("deadline_days", 1e-320, {"cards": None}),
@@ -90,6 +90,13 @@ def test_out_of_range_estimate_inputs_are_400_naming_the_field(api, field, value
 def _json(payload: dict) -> str:
     """JSON text, writing an infinite float as the literal 1e400 (what an attacker sends)."""
     return json.dumps(payload).replace("Infinity", "1e400")
+
+
+def test_a_json_number_beyond_a_double_is_a_400(api):
+    body = _json(training()).replace('"cards": 1024', '"cards": 1e400')
+    response, _ = capped(api.post, TRAINING, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "1e400 is out of range" in response.json()["detail"]
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "nan", "inf"])
@@ -185,3 +192,19 @@ def test_every_limit_is_finite_and_ordered():
     for name, bound in LIMITS.items():
         assert 0 <= bound.low < bound.high < 1e33, name
         assert bound.unit is not None and bound.why, name
+
+
+def test_the_deployment_doc_lists_every_limit_as_the_code_has_it():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    section = doc.split("## Input limits", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[1:4]
+    expected = {
+        name: [f"{bound.low:g}", f"{bound.high:g}", bound.unit] for name, bound in LIMITS.items()
+    }
+    assert rows == expected
