@@ -195,3 +195,20 @@ def test_usage_chart_leaves_a_gap_where_a_cluster_has_no_data():
     assert alpha_trace.name == "alpha"
     assert alpha_trace.y[0] == 40.0 and alpha_trace.y[2] == 50.0
     assert math.isnan(alpha_trace.y[1])  # no data on day 2: a gap, not 0 %
+
+
+def test_partial_coverage_gives_one_utilization_on_every_surface(
+    cluster, client, viewer, django_capture_on_commit_callbacks
+):
+    _jobs(cluster, 20)  # 20 of 30 days: measured over those 20 days
+    expected = 96 / 384
+    pool = _analysis(django_capture_on_commit_callbacks).results["pools"][0]
+    assert pool["utilization"] == pytest.approx(expected)
+    client.force_login(viewer)
+    api = client.get("/api/v1/accounting/utilization/", {**QUERY, "granularity": "total"}).json()
+    assert [row["utilization"] for row in api["rows"]] == [pytest.approx(expected)]
+    costs = client.get("/api/v1/accounting/costs/", {**QUERY, "granularity": "total"}).json()
+    assert costs["rows"][0]["factors"]["utilization"] == pytest.approx(expected)
+    numbers = _report_numbers()
+    assert numbers["summary"]["factors"][-1]["value"] == pytest.approx(expected)
+    assert numbers["summary"]["factors"][-1]["name"] == "utilization"
