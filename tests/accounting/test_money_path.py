@@ -45,12 +45,11 @@ SACCT = (
 )
 
 
-@pytest.fixture
-def hand_fleet(db):
-    from accounting import services
-    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+def hand_card():
+    """A 400 W card of our own (the catalog's figures may change; the hand sums may not)."""
+    from inventory.models import AcceleratorModel
 
-    card = AcceleratorModel.objects.create(
+    return AcceleratorModel.objects.create(
         vendor="Hand",
         name="Hand 400W",
         dense_bf16_tflops=300.0,
@@ -58,6 +57,14 @@ def hand_fleet(db):
         memory_bandwidth_tbs=2.0,
         tdp_w=400.0,
     )
+
+
+@pytest.fixture
+def hand_fleet(db):
+    from accounting import services
+    from inventory.models import Cluster, NodeGroup, Pool, Site
+
+    card = hand_card()
     site = Site.objects.create(name="Hand DC", pue=1.5, tariff_per_kwh=0.10, currency="EUR")
     cluster = Cluster.objects.create(
         site=site,

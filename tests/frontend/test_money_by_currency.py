@@ -10,6 +10,8 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
+from tests.accounting.test_money_path import hand_card
+
 pytestmark = pytest.mark.django_db
 
 START = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
@@ -18,18 +20,11 @@ END = dt.datetime(2026, 11, 3, tzinfo=dt.UTC)
 
 @pytest.fixture
 def two_currency_analysis(db):
-    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+    from inventory.models import Cluster, NodeGroup, Pool, Site
     from planner import analysis as bridge
     from planner.models import Analysis
 
-    card = AcceleratorModel.objects.create(
-        vendor="Hand",
-        name="Hand 400W",
-        dense_bf16_tflops=300.0,
-        memory_gb=80.0,
-        memory_bandwidth_tbs=2.0,
-        tdp_w=400.0,
-    )
+    card = hand_card()
     parts = []
     analysis = Analysis.objects.create(scope="fleet", period_start=START, period_end=END)
     for name, currency in (("paris", "EUR"), ("austin", "USD")):
