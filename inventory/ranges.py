@@ -69,7 +69,7 @@ def range_errors(instance) -> dict[str, str]:
 def _field_accepts(instance, field: str) -> bool:
     try:
         instance._meta.get_field(field).run_validators(getattr(instance, field))
-    except ValidationError:
+    except (ValidationError, TypeError, ValueError):  # not even a number: clean_fields says so
         return False
     return True
 
@@ -77,7 +77,8 @@ def _field_accepts(instance, field: str) -> bool:
 def metered_pue_errors(site) -> dict[str, str]:
     """The PUE the metered energies give must be a PUE, as an entered one must."""
     facility, it = site.metered_facility_energy_kwh, site.metered_it_energy_kwh
-    if facility is None or it is None or it <= 0:
+    numbers = all(isinstance(value, int | float) for value in (facility, it))
+    if not numbers or it <= 0:  # missing or not numbers: the field checks report those
         return {}
     pue = facility / it
     if limit("pue").contains(pue):
