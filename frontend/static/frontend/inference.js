@@ -1,19 +1,15 @@
-// Inference tab: the what-if panel POSTs the recommended card model with the slider values
-// (traffic, context length) to the inference estimate and shows cards, TPOT, tokens/s and
-// cost per million tokens in an aria-live region.
+// Inference tab: the what-if panel (whatif.js) sends the recommended card model with the
+// slider values (traffic, context length) to the inference estimate and shows cards, TPOT,
+// tokens/s and cost per million tokens.
 (function () {
   const panel = document.querySelector("form[data-inference-whatif]");
   const dataNode = document.getElementById("inference-whatif-data");
   if (!panel || !dataNode) { return; }
   const config = JSON.parse(dataNode.textContent);
-  const csrf = panel.querySelector('input[name="csrfmiddlewaretoken"]').value;
-  const note = panel.querySelector("[data-whatif-note]");
   const out = function (name) { return panel.querySelector('[data-result="' + name + '"]'); };
   const number = function (digits) {
     return new Intl.NumberFormat("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
   };
-  let timer = null;
-  let sequence = 0;
 
   function payload() {
     const body = Object.assign({}, config.base);
@@ -23,7 +19,7 @@
     return body;
   }
 
-  function show(result) {
+  function show(result, note) {
     if (!result.feasible) {
       ["cards", "tpot_ms", "tokens_per_s", "cost"].forEach(function (name) { out(name).textContent = "—"; });
       note.textContent = "Cannot serve: " + result.reason;
@@ -37,30 +33,5 @@
       " per replica, MBU " + number(2).format(result.mbu) + ".";
   }
 
-  function estimate() {
-    const mine = ++sequence;
-    note.textContent = "Recomputing…";
-    fetch(config.endpoint, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(payload()),
-    })
-      .then(function (response) {
-        return response.json().then(function (json) { return { ok: response.ok, json: json }; });
-      })
-      .then(function (answer) {
-        if (mine !== sequence) { return; } // a newer request is on its way
-        if (answer.ok) { show(answer.json); } else { note.textContent = "Not computed: " + JSON.stringify(answer.json); }
-      })
-      .catch(function (error) { note.textContent = "Could not recompute (" + error.message + ")."; });
-  }
-
-  panel.addEventListener("input", function (event) {
-    const output = panel.querySelector('[data-output="' + event.target.name + '"]');
-    if (output) { output.textContent = event.target.value; }
-    window.clearTimeout(timer);
-    timer = window.setTimeout(estimate, 250);
-  });
-  panel.addEventListener("submit", function (event) { event.preventDefault(); estimate(); });
+  window.fleetwiseWhatIf(panel, config.endpoint, payload, show);
 })();

@@ -1,6 +1,6 @@
-// Planner pages: show the fields that apply in the new-plan form, and the what-if panel, which
-// POSTs the option with the slider values to the training estimate (session auth + CSRF token)
-// and shows days, card-hours, energy and cost in an aria-live region.
+// Planner pages: show the fields that apply in the new-plan form, and the what-if panel
+// (whatif.js), which sends the option with the slider values to the training estimate and
+// shows days, card-hours, energy and cost.
 (function () {
   // --- new-plan form: fixed degrees only with "Fixed degrees", cards or deadlines by mode ---
   function toggle(form, radioName, rules) {
@@ -35,25 +35,30 @@
   const dataNode = document.getElementById("whatif-data");
   if (!panel || !dataNode) { return; }
   const config = JSON.parse(dataNode.textContent);
-  const csrf = panel.querySelector('input[name="csrfmiddlewaretoken"]').value;
-  const note = panel.querySelector("[data-whatif-note]");
   const out = function (name) { return panel.querySelector('[data-result="' + name + '"]'); };
   const number = function (digits) {
     return new Intl.NumberFormat("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
   };
-  let timer = null;
-  let sequence = 0;
 
-  function payload() {
+  // Checked here so a half-typed count never reaches the server (a 400 is a console error).
+  function payload(note) {
     const body = Object.assign({}, config.base);
     config.sliders.forEach(function (slider) {
       body[slider.name] = Number(panel.querySelector('input[name="' + slider.name + '"]').value);
     });
     body.cards = Number(panel.querySelector('input[name="cards"]').value);
+    if (!Number.isInteger(body.cards) || body.cards < 1) {
+      note.textContent = "Cards must be a whole number of at least 1.";
+      return null;
+    }
+    if (config.dp_degree && body.cards % config.dp_degree !== 0) {
+      note.textContent = "Cards must be a multiple of the plan's fixed DP degree (" + config.dp_degree + ").";
+      return null;
+    }
     return body;
   }
 
-  function show(result) {
+  function show(result, note) {
     if (!result.feasible) {
       ["days", "card_hours", "energy", "cost"].forEach(function (name) { out(name).textContent = "—"; });
       note.textContent = "Does not fit: " + result.reason;
@@ -68,40 +73,5 @@
       number(1).format(100 * result.factors.effective_utilization) + " %.";
   }
 
-  function estimate() {
-    const body = payload();
-    // Checked here so a half-typed count never reaches the server (a 400 is a console error).
-    if (!Number.isInteger(body.cards) || body.cards < 1) {
-      note.textContent = "Cards must be a whole number of at least 1.";
-      return;
-    }
-    if (config.dp_degree && body.cards % config.dp_degree !== 0) {
-      note.textContent = "Cards must be a multiple of the plan's fixed DP degree (" + config.dp_degree + ").";
-      return;
-    }
-    const mine = ++sequence;
-    note.textContent = "Recomputing…";
-    fetch(config.endpoint, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(body),
-    })
-      .then(function (response) {
-        return response.json().then(function (json) { return { ok: response.ok, json: json }; });
-      })
-      .then(function (answer) {
-        if (mine !== sequence) { return; } // a newer request is on its way
-        if (answer.ok) { show(answer.json); } else { note.textContent = "Not computed: " + JSON.stringify(answer.json); }
-      })
-      .catch(function (error) { note.textContent = "Could not recompute (" + error.message + ")."; });
-  }
-
-  panel.addEventListener("input", function (event) {
-    const output = panel.querySelector('[data-output="' + event.target.name + '"]');
-    if (output) { output.textContent = event.target.value; }
-    window.clearTimeout(timer);
-    timer = window.setTimeout(estimate, 250);
-  });
-  panel.addEventListener("submit", function (event) { event.preventDefault(); estimate(); });
+  window.fleetwiseWhatIf(panel, config.endpoint, payload, show);
 })();
