@@ -551,14 +551,20 @@ def apply_measured_usage(
         pools["allocated_card_h"], pools["pool_id"].map(card_h).to_numpy()
     )
     mfu = _measured_mfu(usage, inventory)
-    if len(mfu) and len(groups):
-        measured_mfu_of = mfu.set_index(["pool", "accelerator_model"])["mfu"]
-        keys = pd.MultiIndex.from_arrays([groups["pool_id"], groups["accelerator"]])
-        groups = groups.copy()
-        groups["mfu"] = groups["mfu"].fillna(
-            pd.Series(measured_mfu_of.reindex(keys).to_numpy(), index=groups.index)
-        )
-    return pools, groups
+    return pools, fill_measured_mfu(groups, mfu)
+
+
+def fill_measured_mfu(groups: pd.DataFrame, mfu: pd.DataFrame) -> pd.DataFrame:
+    """Node groups without an entered MFU take the one measured from jobs (flagged as such)."""
+    if not len(mfu) or not len(groups):
+        return groups
+    measured_mfu_of = mfu.set_index(["pool", "accelerator_model"])["mfu"]
+    keys = pd.MultiIndex.from_arrays([groups["pool_id"], groups["accelerator"]])
+    measured = pd.Series(measured_mfu_of.reindex(keys).to_numpy(), index=groups.index)
+    return groups.assign(
+        mfu_from_jobs=(groups["mfu"].isna() & measured.notna()).astype("float64"),
+        mfu=groups["mfu"].fillna(measured),
+    )
 
 
 # -- costs and chargeback -------------------------------------------------------------------
@@ -630,14 +636,7 @@ def pool_costs(
         name = AcceleratorModel.objects.get(pk=scope.accelerator_id).name
         groups = groups[groups["accelerator"] == name]
     mfu = _measured_mfu(usage, inventory)
-    if len(mfu):
-        keys = pd.MultiIndex.from_arrays([groups["pool_id"], groups["accelerator"]])
-        measured_mfu_of = mfu.set_index(["pool", "accelerator_model"])["mfu"]
-        groups = groups.assign(
-            mfu=groups["mfu"].fillna(
-                pd.Series(measured_mfu_of.reindex(keys).to_numpy(), index=groups.index)
-            )
-        )
+    groups = fill_measured_mfu(groups, mfu)
 
     # One engine "pool" per pool × bucket.
     units = measured.merge(pools, left_on="pool", right_on="pool_id", how="inner")

@@ -44,6 +44,7 @@ STRATEGIES = "analyses-hetero-strategies"
 
 PROVENANCE_NOTE = {
     "measured": "measured",
+    "entered": "entered",
     "modeled": "modeled",
     "default": "default",
 }

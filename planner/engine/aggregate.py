@@ -155,7 +155,10 @@ def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = No
         out[name] = value
         provenance = _provenance_codes(results[f"{name}_provenance"])
         shares = np.column_stack(
-            [segments.sum(weight * (provenance == code)) / total_weight for code in range(3)]
+            [
+                segments.sum(weight * (provenance == code)) / total_weight
+                for code in range(len(PROVENANCES))
+            ]
         )
         for position, kind in enumerate(PROVENANCES):
             out[f"{name}_share_{kind}"] = shares[:, position]

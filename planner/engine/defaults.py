@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-PROVENANCES: tuple[str, ...] = ("measured", "modeled", "default")
+# "entered" last, so the codes of measured/modeled/default keep their positions.
+PROVENANCES: tuple[str, ...] = ("measured", "modeled", "default", "entered")
 COOLING_TYPES: tuple[str, ...] = ("air", "rear_door", "direct_liquid", "immersion")
 FABRICS: tuple[str, ...] = ("infiniband", "roce", "ethernet")
 WORKLOAD_CLASSES: tuple[str, ...] = ("pretraining", "finetuning", "inference")

@@ -69,6 +69,7 @@ NODE_GROUP_COLUMNS: Mapping[str, str] = {
     "as vendors print it (NaN → intra_node_bidir_gbs default)",
     "default_mfu": "optional; catalog default per-card MFU of this model (NaN → vendor default)",
     "mfu": "optional; MFU measured or entered for this card model in this pool (wins over pool)",
+    "mfu_from_jobs": "optional; 1 when mfu was filled from this period's job records (measured)",
 }
 
 POOL_COLUMNS: Mapping[str, str] = {
@@ -286,6 +287,11 @@ def evaluate_pools(
         derived_mfu[group_pool],
         _optional(pools, "mfu")[group_pool],
         default_mfu,
+    )
+    # A group MFU filled from this period's job records is measured, not typed.
+    from_jobs = np.nan_to_num(_optional(node_groups, "mfu_from_jobs")) > 0
+    group_basis = np.where(
+        (group_basis == 0) & from_jobs, MFU_BASES.index("job_records"), group_basis
     )
     require(
         (group_mfu > 0) & (group_mfu <= 1.0),

@@ -6,8 +6,9 @@ engine and the scalar helpers below call the same kernels.
 
 Basis → provenance:
 
-* measured: a value from data about this scope (meter readings, an entered PUE or MFU,
-  a job's throughput, usage records, job logs, a speed-up table);
+* measured: computed from data of this period (meter readings of the period, a job's
+  throughput, usage records, job logs, a speed-up table);
+* entered: a value someone typed (a PUE, an MFU);
 * modeled: computed by the engine's formulas, or an entered planning assumption;
 * default: taken straight from the defaults table (cooling PUE, card MFU, planned utilization).
 """
@@ -38,10 +39,17 @@ ENERGY_BASES: tuple[str, ...] = (
     "metered_kwh_other_period",
 )
 # Meter readings of another period give the ratio, but are not a measurement of this one.
-ENERGY_PROVENANCE: tuple[str, ...] = ("measured", "measured", "default", "modeled")
+ENERGY_PROVENANCE: tuple[str, ...] = ("measured", "entered", "default", "modeled")
 
-MFU_BASES: tuple[str, ...] = ("group_entered", "job_throughput", "pool_entered", "card_default")
-MFU_PROVENANCE: tuple[str, ...] = ("measured", "measured", "measured", "default")
+MFU_BASES: tuple[str, ...] = (
+    "group_entered",
+    "job_throughput",
+    "pool_entered",
+    "card_default",
+    "job_records",
+)
+# Typed values are "entered"; only MFU from this period's jobs is "measured".
+MFU_PROVENANCE: tuple[str, ...] = ("entered", "measured", "entered", "default", "measured")
 
 UTILIZATION_BASES: tuple[str, ...] = (
     "measured_share",

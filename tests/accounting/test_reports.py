@@ -121,10 +121,11 @@ def test_cost_of_the_day_by_hand(alpha, import_text):
     # Peak: 16 cards × 989 TFLOPS × 1 day = 15.824 PFLOP-days, times the five-factor product.
     assert row["peak_pflop_days"] == pytest.approx(16 * 989 / 1000)
     factors = row["factors"]
-    assert factors["energy"] == pytest.approx(1 / 1.25)  # measured PUE
+    assert factors["energy"] == pytest.approx(1 / 1.25)  # the entered PUE
     assert factors["utilization"] == pytest.approx(112 / 384)
     assert factors["effective_time"] == pytest.approx(96 / 112)
-    for name in ("energy", "utilization", "effective_time"):
+    assert row["factor_provenance"]["energy"] == "entered"
+    for name in ("utilization", "effective_time"):
         assert row["factor_provenance"][name] == "measured"
     product = 1.0
     for value in factors.values():

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.engine.aggregate import aggregate_factors, aggregate_scopes, attribute_waste
+from planner.engine.defaults import PROVENANCES
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 
@@ -88,7 +89,7 @@ def test_levels_roll_up_consistently():
 def test_provenance_shares_cover_the_weight():
     fleet = aggregate_factors(scoped_results()).iloc[0]
     for name in FACTORS:
-        shares = [fleet[f"{name}_share_{kind}"] for kind in ("measured", "modeled", "default")]
+        shares = [fleet[f"{name}_share_{kind}"] for kind in PROVENANCES]
         assert sum(shares) == pytest.approx(1.0)
     # p1 (1,024 H100) dominates the fleet and its utilization is measured.
     assert fleet["utilization_provenance"] == "measured"

@@ -37,9 +37,12 @@ def test_seed_000_best_practice_product_is_about_0_51():
     expected = 1 / 1.1 * 0.70 * 0.90 * 0.99 * 0.90
     assert result.product == pytest.approx(expected, rel=1e-9)
     assert result.product == pytest.approx(0.51, abs=0.005)
-    assert {name: f.provenance for name, f in result.factors.items()} == dict.fromkeys(
-        FACTORS, "measured"
-    )
+    # PUE and MFU were typed in (entered); the rest comes from this period's data.
+    assert {name: f.provenance for name, f in result.factors.items()} == {
+        **dict.fromkeys(FACTORS, "measured"),
+        "energy": "entered",
+        "mfu": "entered",
+    }
     assert sum(result.lost_share_by_factor.values()) == pytest.approx(1 - expected)
 
 
@@ -62,7 +65,7 @@ def test_provenance_and_defaults_used_follow_the_inputs():
         }
     )
     result = evaluate_pools(groups, pools)
-    assert result.loc["given", "energy_provenance"] == "measured"
+    assert result.loc["given", "energy_provenance"] == "entered"
     assert result.loc["given", "energy_defaults"] == ""
     assert result.loc["blank", "energy_provenance"] == "default"
     assert "pue_air" in result.loc["blank", "energy_defaults"]
@@ -186,7 +189,12 @@ def test_every_factor_is_in_0_1_product_is_below_each_and_attribution_sums(pools
     np.testing.assert_allclose(card_h, (1 - result["product"]) * result["card_h"], rtol=1e-9)
     assert result["strategy_why"].notna().all()
     for name in FACTORS:
-        assert set(result[f"{name}_provenance"].astype(str)) <= {"measured", "modeled", "default"}
+        assert set(result[f"{name}_provenance"].astype(str)) <= {
+            "measured",
+            "entered",
+            "modeled",
+            "default",
+        }
 
 
 @given(

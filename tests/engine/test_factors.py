@@ -23,7 +23,7 @@ def test_energy_from_meter_readings_wins_over_an_entered_pue():
 def test_energy_from_entered_pue():
     result = energy_factor(pue=1.1)
     assert result.value == pytest.approx(1 / 1.1)
-    assert (result.provenance, result.basis) == ("measured", "pue_entered")
+    assert (result.provenance, result.basis) == ("entered", "pue_entered")
 
 
 @pytest.mark.parametrize("cooling", ["air", "rear_door", "direct_liquid", "immersion"])

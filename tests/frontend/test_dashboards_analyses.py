@@ -232,7 +232,7 @@ def test_fleet_page_shows_the_stored_factors_money_and_tiles(client, viewer, fle
     for factor in FACTORS:
         assert LABELS[factor] in html
         assert f"{summary[factor] * 100:.1f} %" in html, factor
-        assert summary[f"{factor}_provenance"] in {"measured", "modeled", "default"}
+        assert summary[f"{factor}_provenance"] in {"measured", "entered", "modeled", "default"}
     # Money is listed per currency (never summed across currencies).
     for entry in summary["money_by_currency"]:
         assert f'{round(entry["lost_money"]):,} <span class="unit">{entry["currency"]}' in html

@@ -52,7 +52,7 @@ def test_fleet_analysis_runs_through_the_worker(celery_worker, client_for, plann
     summary = results["summary"]
     for name in FACTORS:
         assert 0 < summary[name] <= 1
-        assert summary[f"{name}_provenance"] in {"measured", "modeled", "default"}
+        assert summary[f"{name}_provenance"] in {"measured", "entered", "modeled", "default"}
     assert summary["aggregate_of_products"] <= min(summary[name] for name in FACTORS) + 1e-9
     lost = sum(summary[f"lost_share_{name}"] for name in FACTORS)
     assert lost == pytest.approx(summary["lost_share"], rel=1e-6)
@@ -71,9 +71,9 @@ def test_fleet_analysis_runs_through_the_worker(celery_worker, client_for, plann
     assert mixed["h_static_proportional"] >= mixed["h_synchronous_uniform"]
     assert mixed["recommended_strategy"] != "synchronous_uniform"
     assert mixed["strategy_why"]
-    # Liquid-cooled site with a measured PUE of 1.1: energy is measured 1/1.1.
+    # Liquid-cooled site with an entered PUE of 1.1: energy is 1/1.1, entered (typed in).
     assert mixed["energy"] == pytest.approx(1 / 1.1)
-    assert mixed["energy_provenance"] == "measured"
+    assert mixed["energy_provenance"] == "entered"
     assert mixed["lost_utilization_money"] > 0
     assert Analysis.objects.get(pk=body["id"]).input_snapshot["clusters"]
 
@@ -112,7 +112,7 @@ def test_pool_analysis_covers_one_pool_and_recompute_clears_stale(
     assert again.status_code == 202
     redone = wait_for(client, first.json()["id"])
     assert redone["status"] == "succeeded" and redone["stale"] is False
-    assert redone["results"]["pools"][0]["mfu_provenance"] == "measured"
+    assert redone["results"]["pools"][0]["mfu_provenance"] == "entered"  # typed, not measured
     assert redone["results"]["summary"]["aggregate_of_products"] < old_product
 
 

@@ -63,7 +63,7 @@ def test_plan_is_queued_computed_ranked_and_pareto_marked(celery_worker, client_
         assert row["utilization"] == pytest.approx(0.7)
         assert row["utilization_provenance"] == "modeled"
     air = next(row for row in rows if row["site"] == "Frankfurt DC1 (air)")
-    assert air["pue"] == pytest.approx(1.5) and air["energy_provenance"] == "measured"
+    assert air["pue"] == pytest.approx(1.5) and air["energy_provenance"] == "entered"
     assert air["cost_basis"] == "rental"
 
     # Sensitivity (tornado) and lever ROI for the shortlisted options.

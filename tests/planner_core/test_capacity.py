@@ -171,7 +171,7 @@ def test_energy_and_carbon_follow_pue_and_grid():
     assert plan["facility_energy_mwh"] == pytest.approx(1.3 * plan["it_energy_mwh"])
     assert plan["co2_tonnes"] == pytest.approx(plan["facility_energy_mwh"] * 1000 * 0.5 / 1000)
     assert plan["energy_cost"] == pytest.approx(plan["facility_energy_mwh"] * 1000 * 0.1)
-    assert plan["energy_provenance"] == "measured"
+    assert plan["energy_provenance"] == "entered"
 
 
 def test_rental_cost_and_cost_per_effective_pflop_day():
