@@ -208,16 +208,7 @@ def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
 
 def _card_hours(rows: list[dict]) -> dict[str, float | None]:
     if not rows:  # no usage data in the scope: no figures, not zeros
-        return dict.fromkeys(
-            (
-                "available_card_hours",
-                "allocated_card_hours",
-                "idle_card_hours",
-                "lost_card_hours",
-                "down_card_hours",
-                "allocation_share",
-            )
-        )
+        return dict.fromkeys(UTILIZATION_COLUMNS[:6])  # the card-hour figures and the share
     available = sum(row.get("available_card_hours") or 0.0 for row in rows)
     allocated = sum(row.get("allocated_card_hours") or 0.0 for row in rows)
     return {
