@@ -25,25 +25,11 @@ import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS  # noqa: E402
 from benchmarks.common import peak_rss_mib  # noqa: E402
 
-COLUMNS = (
-    "JobID",
-    "JobIDRaw",
-    "Cluster",
-    "Partition",
-    "Account",
-    "User",
-    "Submit",
-    "Start",
-    "End",
-    "Elapsed",
-    "State",
-    "NNodes",
-    "AllocTRES",
-    "NodeList",
-    "TRESUsageInAve",
-)
+# The default sacct layout plus per-step GPU utilization.
+COLUMNS = (*DEFAULT_SACCT_COLUMNS, "TRESUsageInAve")
 YEAR_START = np.datetime64("2024-01-01T00:00:00", "s")
 YEAR_END = np.datetime64("2025-01-01T00:00:00", "s")
 YEAR_SECONDS = int((YEAR_END - YEAR_START) / np.timedelta64(1, "s"))

@@ -16,11 +16,21 @@ app = Celery("fleetwise", task_cls="config.quarantine:QuarantineTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+# The process that loaded the app; prefork children are forked from it and so differ.
+_LOADING_PID = os.getpid()
+
 
 @signals.worker_process_init.connect
 def limit_child_memory(**_) -> None:
-    """Cap a prefork child's address space; 0 leaves it unlimited."""
+    """Cap a prefork child's address space; 0 leaves it unlimited.
+
+    The solo pool sends the same signal in the worker's own process (in tests, the pytest
+    process that also starts Chromium), which is left alone: only forked children are capped.
+    """
     from django.conf import settings
+
+    if os.getpid() == _LOADING_PID:
+        return
 
     limit_mb = settings.FLEETWISE_WORKER_MEMORY_LIMIT_MB
     if not limit_mb:

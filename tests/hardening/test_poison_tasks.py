@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -137,6 +138,17 @@ def test_time_limits_per_task_kind_and_the_memory_limit_per_child():
 
 
 # -- a real prefork worker whose child is killed ------------------------------------------------
+
+
+def test_the_solo_pool_leaves_its_own_process_uncapped(settings):
+    """The solo pool sends worker_process_init in the worker's own process: no cap there (in
+    the tests that process also starts Chromium, which maps far more than it uses)."""
+    from config.celery_app import limit_child_memory
+
+    settings.FLEETWISE_WORKER_MEMORY_LIMIT_MB = 64
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    limit_child_memory(sender="solo@test")
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
 
 
 def children_of(pid: int) -> list[int]:
