@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.db import connection, models
 from django.db.models import Count, F, Func, Max, TextField
 from django.db.models.functions import Cast
@@ -337,10 +337,13 @@ def copy_csv(queryset, plain: Sequence[tuple[Column, str]]) -> Iterator[bytes]:
         f"copy_cell_{index}": _CopyCell(path, column.kind)
         for index, (column, path) in enumerate(plain)
     }
-    sql, params = queryset.annotate(**cells).values_list(*cells).query.sql_with_params()
     header = io.StringIO()
     # "\n" as COPY ends its lines (the Python writer's "\r\n" would mix two in one file).
     safe_csv_writer(header, lineterminator="\n").writerow([column.name for column, _ in plain])
+    try:
+        sql, params = queryset.annotate(**cells).values_list(*cells).query.sql_with_params()
+    except EmptyResultSet:  # e.g. a scope of no teams: `account__in=[]` compiles to no SQL
+        return iter([header.getvalue().encode("utf-8")])
 
     def stream() -> Iterator[bytes]:
         yield header.getvalue().encode("utf-8")

@@ -29,6 +29,16 @@ CATALOG = Path(__file__).resolve().parents[2] / "inventory" / "fixtures" / "acce
         ("nvidia_h100_1g.10gb", "H100 SXM5 80GB", 1 / 7, "1g.10gb"),
         ("2g.20gb", None, 2 / 7, "2g.20gb"),  # slice without a card name: model unknown
         ("tesla_k80", None, 1.0, None),
+        # Names Slurm's AutoDetect (nvml, rsmi) writes into gres.conf on real clusters.
+        ("nvidia_a100-pcie-40gb", "A100 PCIe 40GB", 1.0, None),
+        ("nvidia_a100-sxm4-80gb", "A100 SXM4 80GB", 1.0, None),
+        ("rtx2080ti", "RTX 2080 Ti", 1.0, None),
+        ("nvidia_geforce_rtx_2080_ti", "RTX 2080 Ti", 1.0, None),
+        ("l40", "L40", 1.0, None),
+        ("mi100", "MI100", 1.0, None),
+        ("mi210", "MI210", 1.0, None),
+        ("gh200", "GH200 96GB", 1.0, None),
+        ("nvidia_gh200_480gb", "GH200 96GB", 1.0, None),
     ],
 )
 def test_resolution(gres_type, model, fraction, profile):

