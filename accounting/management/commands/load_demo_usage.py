@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from django.core.management.base import BaseCommand
 
 from accounting.demo_usage import load_demo_usage
+from accounting.management.commands.import_usage import NO_HOST_WARNING
 from accounting.rollups import refresh_usage_rollups
 
 
@@ -19,6 +21,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        logging.getLogger("kombu.connection").addFilter(NO_HOST_WARNING)
         end = (
             dt.date.fromisoformat(options["end"])
             if options["end"]
