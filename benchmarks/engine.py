@@ -5,7 +5,7 @@ the same arithmetic written as bare numpy on pre-extracted arrays (no validation
 provenance, defaults bookkeeping or frames), checks that both give the same numbers and
 prints both timings and their ratio.
 
-Run: ``cd /work/main && .venv/bin/python benchmarks/engine.py [--pools 100000]``
+Run from the repository root: ``.venv/bin/python benchmarks/engine.py [--pools 100000]``
 """
 
 from __future__ import annotations
