@@ -6,6 +6,8 @@ Views validate and delegate: imports to `accounting.services`, reports to
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -104,16 +106,10 @@ class UsageRecordViewSet(
         progress, counts and, for a bad file, every bad line ("line N, column X: reason").
         A file is all-or-nothing and importing it again changes nothing.
         """
-        limit = services.max_upload_bytes()
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        if declared > limit + MULTIPART_OVERHEAD_BYTES:
-            return _too_large(limit)
-        form = UsageImportSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
+        data = _upload_fields(request)
+        if isinstance(data, Response):
+            return data
         upload = data["file"]
-        if upload.size > limit:
-            return _too_large(limit)
         try:
             job = services.create_import_job(
                 kind=data["kind"],
@@ -152,24 +148,31 @@ class UsageRecordViewSet(
         partitions and their pools, teams, time span, counts and skipped lines per reason; for
         a file that would be refused, its bad lines (``valid: false``).
         """
-        limit = services.max_upload_bytes()
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        if declared > limit + MULTIPART_OVERHEAD_BYTES:
-            return _too_large(limit)
-        return _preview(request, limit)
+        data = _upload_fields(request)
+        if isinstance(data, Response):
+            return data
+        return _preview(data)
 
 
-def _preview(request, limit: int) -> Response:
+def _upload_fields(request) -> dict[str, Any] | Response:
+    """An upload's validated fields, or a 413 when the body or the file is over the limit."""
+    limit = services.max_upload_bytes()
+    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    if declared > limit + MULTIPART_OVERHEAD_BYTES:
+        return _too_large(limit)
+    form = UsageImportSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    if form.validated_data["file"].size > limit:
+        return _too_large(limit)
+    return form.validated_data
+
+
+def _preview(data: dict[str, Any]) -> Response:
     """The preview action's body: same fields and limits as the import, nothing stored."""
     from accounting.imports.preview import preview_usage
     from accounting.models import ImportJob
     from accounting.parsing.layouts import LayoutError, layout_options
 
-    form = UsageImportSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
-    if data["file"].size > limit:
-        return _too_large(limit)
     try:
         options = layout_options(data["kind"], **{name: data.get(name) for name in LAYOUT_FIELDS})
         job = ImportJob(
