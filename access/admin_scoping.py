@@ -1,12 +1,13 @@
 """Team scoping in ``/admin/``: a team-scoped staff user sees only their teams' rows.
 
-Mixed into the ModelAdmins of team data (usage records, import jobs, report schedules and
-reports) ahead of ``admin.ModelAdmin``; the same rules as the API (:mod:`access.scoping`).
+Mixed into the ModelAdmins of team data (usage records, report schedules and reports; import
+jobs: `accounting.scoping`) ahead of ``admin.ModelAdmin``; the same rules as the API
+(:mod:`access.scoping`).
 """
 
 from __future__ import annotations
 
-from access.scoping import scope_import_jobs, scope_records, team_reports_filter, visible_teams
+from access.scoping import scope_records, team_reports_filter, visible_teams
 
 
 class TeamRowsAdminMixin:
@@ -16,13 +17,6 @@ class TeamRowsAdminMixin:
 
     def get_queryset(self, request):
         return scope_records(super().get_queryset(request), request.user, self.team_field)
-
-
-class ImportJobsAdminMixin:
-    """Import jobs that hold no other team's records (`access.scoping.scope_import_jobs`)."""
-
-    def get_queryset(self, request):
-        return scope_import_jobs(super().get_queryset(request), request.user)
 
 
 class TeamReportsAdminMixin:

@@ -15,7 +15,6 @@ ADMIN_EXTRA_APPS = (
     "auth",
     "authtoken",
     "django_celery_beat",
-    "django_celery_results",
 )
 
 

@@ -1,6 +1,6 @@
 """The Celery application; tasks are discovered in every installed Django app.
 
-Every task's base is :class:`config.quarantine.QuarantineTask` (the poison-task ledger), and
+Every task's base is :class:`core.jobs.quarantine.QuarantineTask` (the poison-task ledger), and
 each prefork child caps its own address space (``FLEETWISE_WORKER_MEMORY_LIMIT_MB``): a task
 that runs away gets a MemoryError it can report instead of the host's OOM killer.
 """
@@ -12,7 +12,7 @@ from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
-app = Celery("fleetwise", task_cls="config.quarantine:QuarantineTask")
+app = Celery("fleetwise", task_cls="core.jobs.quarantine:QuarantineTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -6,7 +6,7 @@ spreadsheet wants every row, not page 1); with them it is that page.
 
 from rest_framework.pagination import PageNumberPagination
 
-from config.tabular import wants_whole_table
+from core.tabular.columns import wants_whole_table
 
 
 class StandardPagination(PageNumberPagination):

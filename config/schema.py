@@ -2,7 +2,7 @@
 
 Every operation lists JSON, CSV and XLSX responses (the default renderers); CSV and XLSX are
 described as text and a binary file rather than repeating the JSON shape. Row list views
-(`config.exporting.RowsView`) are arrays with their query parameters and ``fields``.
+(`core.tabular.exporting.RowsView`) are arrays with their query parameters and ``fields``.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter
 
-from config.concurrency import ConditionalUpdateMixin
-from config.exporting import RowsView
-from config.filters import FieldSelectionFilter
+from core.concurrency import ConditionalUpdateMixin
+from core.tabular.exporting import RowsView
+from core.tabular.filters import FieldSelectionFilter
 
 TABLE_MEDIA_SCHEMAS = {
     "text/csv": {

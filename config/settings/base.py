@@ -5,8 +5,7 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = BASE_DIR / "var"
-VAR_DIR.mkdir(exist_ok=True)
+VAR_DIR = BASE_DIR / "var"  # made at start-up, not here (core.localdirs)
 
 env = environ.Env()
 env_file = BASE_DIR / ".env"
@@ -29,10 +28,10 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_celery_results",
     "django_celery_beat",
     "simple_history",
     "axes",
+    "core",
     "access",
     "inventory",
     "planner",
@@ -40,7 +39,8 @@ INSTALLED_APPS = [
     "frontend",
     "exports",
     "reports",
-    "config",  # worker bookkeeping: the poison-task ledger (config.quarantine)
+    "telemetry",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -182,8 +182,6 @@ LOGOUT_REDIRECT_URL = "login"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
 CELERY_BROKER_FOLDER = Path(env("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("out", "processed", "control"):
-        (CELERY_BROKER_FOLDER / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER / "out"),
         "data_folder_out": str(CELERY_BROKER_FOLDER / "out"),
@@ -192,17 +190,18 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(CELERY_BROKER_FOLDER / "control"),
     }
 else:
-    # Redelivery after a lost worker (config/recovery.py): longer than the hard task time
+    # Redelivery after a lost worker (core/jobs/recovery.py): longer than the hard task time
     # limit, so a healthy task is never handed out twice. A short connect timeout: with the
-    # broker down a request defers its job (config.dispatch), never hangs.
+    # broker down a request defers its job (core.jobs.dispatch), never hangs.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env.int("FLEETWISE_BROKER_VISIBILITY_TIMEOUT_S", default=65 * 60),
         "socket_connect_timeout": 2,
     }
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_RESULT_BACKEND = "django-db"
-CELERY_RESULT_EXTENDED = True
-CELERY_CACHE_BACKEND = "django-cache"
+# No result backend: every job's status and outcome is its job row (core.jobs), including the
+# Fleet page's worker check (inventory.PoolTotalsCheck).
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -248,6 +247,8 @@ TASK_KINDS = {
     "config.dispatch_pending": "periodic",
     "config.recover_stalled": "periodic",
     "inventory.recompute_pool_totals": "periodic",
+    "telemetry.run_fetch": "import",
+    "telemetry.fetch_yesterday": "periodic",
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {
@@ -258,13 +259,17 @@ CELERY_TASK_ANNOTATIONS = {
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Jobs queued while the broker was unreachable go out once it is back (config/dispatch.py).
+# Jobs queued while the broker was unreachable go out once it is back (core/jobs/dispatch.py).
 CELERY_BEAT_SCHEDULE = {
     "dispatch-deferred-jobs": {"task": "config.dispatch_pending", "schedule": 60.0},
-    # Jobs whose worker died (stopped beating) are sent again (config/recovery.py).
+    # Jobs whose worker died (stopped beating) are sent again (core/jobs/recovery.py).
     "recover-stalled-jobs": {"task": "config.recover_stalled", "schedule": 60.0},
+    # Each enabled Prometheus source: the last two days' GPU telemetry (docs/telemetry.md).
+    "telemetry-daily-fetch": {"task": "telemetry.fetch_yesterday", "schedule": 24 * 3600.0},
+    # Alert rules: hourly, and after each usage import and analysis (alerts/signals.py).
+    "evaluate-alerts": {"task": "alerts.evaluate_alerts", "schedule": 3600.0},
 }
-CELERY_IMPORTS = ["config.dispatch", "config.recovery"]
+CELERY_IMPORTS = ["core.jobs.dispatch", "core.jobs.recovery"]
 # One queue name for web, workers and beat; a test or a dedicated worker pool may use another.
 CELERY_TASK_DEFAULT_QUEUE = env("FLEETWISE_CELERY_QUEUE", default="celery")
 # A running job refreshes its heartbeat this often; one silent for longer than
@@ -274,13 +279,6 @@ FLEETWISE_HEARTBEAT_INTERVAL_S = env.float("FLEETWISE_HEARTBEAT_INTERVAL_S", def
 FLEETWISE_STALLED_AFTER_S = env.float("FLEETWISE_STALLED_AFTER_S", default=300.0)
 # SQLite only: heartbeat files (a usage import holds SQLite's one write lock for its file).
 FLEETWISE_HEARTBEAT_DIR = env("FLEETWISE_HEARTBEAT_DIR", default=str(VAR_DIR / "heartbeats"))
-
-# Fault injection for tests: seconds an analysis part sleeps before it writes (0 in use).
-ANALYSIS_PART_DELAY_S = env.float("FLEETWISE_ANALYSIS_PART_DELAY_S", default=0.0)
-# Seconds a usage import sleeps after each written chunk (inside its transaction), and a
-# report generation after its claim: room to kill a worker mid-task in tests (0 in use).
-IMPORT_CHUNK_DELAY_S = env.float("FLEETWISE_IMPORT_CHUNK_DELAY_S", default=0.0)
-REPORT_GENERATE_DELAY_S = env.float("FLEETWISE_REPORT_GENERATE_DELAY_S", default=0.0)
 
 # --- E-mail (scheduled reports) -------------------------------------------------
 EMAIL_BACKEND = env("DJANGO_EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend")
@@ -307,24 +305,24 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["access.permissions.RolePermission"],
-    # JSON numbers beyond a double (1e400) are a 400, not infinity (config/parsers.py).
+    # JSON numbers beyond a double (1e400) are a 400, not infinity (core/parsers.py).
     "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.FiniteJSONParser",
+        "core.parsers.FiniteJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     # Every endpoint answers JSON, CSV and XLSX (?format= or Accept); see docs/export.md.
     "DEFAULT_RENDERER_CLASSES": [
-        "config.renderers.JSONRenderer",
+        "core.tabular.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
-        "config.renderers.CSVRenderer",
-        "config.renderers.XLSXRenderer",
+        "core.tabular.renderers.CSVRenderer",
+        "core.tabular.renderers.XLSXRenderer",
     ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
         "rest_framework.filters.SearchFilter",
-        "config.filters.FieldSelectionFilter",
+        "core.tabular.filters.FieldSelectionFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.StandardPagination",
     "PAGE_SIZE": 50,
@@ -349,6 +347,8 @@ SPECTACULAR_SETTINGS = {
         "StatusEnum": "planner.models.AnalysisStatus",
         "ReportScopeEnum": "reports.models.ReportScope",
         "ReportStatusEnum": "reports.models.ReportStatus",
+        "UsageImportKindEnum": "accounting.models.ImportKind",
+        "TelemetryFetchKindEnum": "telemetry.models.FetchKind",
     },
 }
 
@@ -359,11 +359,11 @@ EXPORT_TOKEN_MAX_DAYS = env.int("FLEETWISE_EXPORT_TOKEN_MAX_DAYS", default=365)
 # Requests per token (a spreadsheet link) before 429; DRF rate syntax.
 EXPORT_TOKEN_RATE = env("FLEETWISE_EXPORT_TOKEN_RATE", default="60/min")
 
-# Request lines name export-link tokens: both request loggers redact them (config/logredact.py).
+# Request lines name export-link tokens: both request loggers redact them (core/logredact.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_tokens": {"()": "config.logredact.RedactTokensFilter"}},
+    "filters": {"redact_tokens": {"()": "core.logredact.RedactTokensFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "django.server": {

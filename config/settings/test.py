@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import CELERY_BROKER_URL, DATABASES, env
+from .base import CELERY_BROKER_URL, DATABASES, INSTALLED_APPS, env
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -28,8 +28,6 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
             "FLEETWISE_TEST_BROKER_FOLDER", tempfile.mkdtemp(prefix="fleetwise-broker-")
         )
     )
-    for _sub in ("out", "processed", "control"):
-        (_broker / _sub).mkdir(exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "out"),
         "data_folder_out": str(_broker / "out"),
@@ -40,6 +38,20 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 
 STATICFILES_DIRS: list = []
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# Tests that kill workers count how often a task really completed: a result table for tests
+# only (the app reads job rows).
+INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_results"]
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_IGNORE_RESULT = False
+
+# Fault injection (core.faults): seconds an analysis part sleeps before it writes, a usage
+# import after each written chunk (inside its transaction) and a report generation after its
+# claim: room to kill a worker mid-task. Test settings only.
+ANALYSIS_PART_DELAY_S = env.float("FLEETWISE_ANALYSIS_PART_DELAY_S", default=0.0)
+IMPORT_CHUNK_DELAY_S = env.float("FLEETWISE_IMPORT_CHUNK_DELAY_S", default=0.0)
+REPORT_GENERATE_DELAY_S = env.float("FLEETWISE_REPORT_GENERATE_DELAY_S", default=0.0)
 
 # The in-thread test worker must not keep connections that block dropping the test database.
 DATABASES["default"]["CONN_MAX_AGE"] = 0

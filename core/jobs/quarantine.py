@@ -1,7 +1,7 @@
 """Poison-task quarantine: a task that kills its worker is not delivered forever.
 
 Tasks ack late and are rejected back to the queue when their worker process is lost
-(``reject_on_worker_lost``); config.recovery re-sends jobs whose heartbeat stopped. Both are
+(``reject_on_worker_lost``); core.jobs.recovery re-sends jobs whose heartbeat stopped. Both are
 right for a machine that died, and wrong for a task that itself kills the process (the OOM
 killer, a native crash): it would take down worker after worker, and the queue behind it.
 
@@ -28,21 +28,10 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
+from core.jobs.registry import kind_of_task
+
 logger = logging.getLogger(__name__)
 
-# Task name -> (job model, whether its second argument is the run_id guarding the row).
-JOB_OF_TASK: dict[str, tuple[str, bool]] = {
-    "accounting.run_import": ("accounting.ImportJob", True),
-    "accounting.run_rollup_refresh": ("accounting.RollupRefresh", True),
-    "planner.run_analysis": ("planner.Analysis", True),
-    "planner.analysis_part": ("planner.Analysis", True),
-    "planner.finalize_analysis": ("planner.Analysis", True),
-    "planner.compute_plan": ("planner.Plan", True),
-    "reports.generate_report": ("reports.Report", False),
-    "exports.build_export": ("exports.ExportJob", False),
-}
-# Statuses of a job that is still waiting for or held by a worker (those a failure may end).
-OPEN_STATUSES = ("queued", "running", "generating")
 # A death older than this with no delivery since is forgotten (a message that never came back).
 LEDGER_MAX_AGE = dt.timedelta(days=7)
 
@@ -60,7 +49,7 @@ def start_delivery(task_name: str, args: tuple | list, kwargs: dict) -> tuple[st
     """Count this delivery as started; returns its key and the deliveries that died before."""
     from django.db.models import F
 
-    from config.models import TaskDelivery
+    from core.jobs.models import TaskDelivery
 
     key = delivery_key(task_name, args, kwargs)
     now = timezone.now()
@@ -81,28 +70,26 @@ def start_delivery(task_name: str, args: tuple | list, kwargs: dict) -> tuple[st
 
 
 def finish_delivery(key: str) -> None:
-    from config.models import TaskDelivery
+    from core.jobs.models import TaskDelivery
 
     TaskDelivery.objects.filter(key=key).delete()
 
 
 def prune_ledger(now: dt.datetime, max_age: dt.timedelta = LEDGER_MAX_AGE) -> int:
-    """Forget deaths of tasks never delivered again (config.recover_stalled calls this)."""
-    from config.models import TaskDelivery
+    """Forget deaths of tasks never delivered again (the recover_stalled beat task calls this)."""
+    from core.jobs.models import TaskDelivery
 
     return TaskDelivery.objects.filter(last_started_at__lt=now - max_age).delete()[0]
 
 
 def record_failure(task_name: str, args: tuple | list, reason: str) -> bool:
     """Mark the task's job failed with ``reason`` (if it is still open); True when one was."""
-    from django.apps import apps
-
-    if task_name not in JOB_OF_TASK or not args:
+    kind = kind_of_task(task_name)
+    if kind is None or not args:
         return False
-    label, has_run_id = JOB_OF_TASK[task_name]
-    model = apps.get_model(label)
-    rows = model.objects.filter(pk=args[0], status__in=OPEN_STATUSES)
-    if has_run_id and len(args) > 1:
+    model = kind.model
+    rows = model.objects.filter(pk=args[0], status__in=kind.open_statuses)
+    if kind.guarded and len(args) > 1:
         rows = rows.filter(run_id=args[1])
     fields = {field.name for field in model._meta.fields}
     changes: dict[str, Any] = {"status": "failed", "error": reason}

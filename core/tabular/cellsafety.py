@@ -11,7 +11,7 @@ written through this module:
   quote-prefixed), in write-only sheets as rows are appended and in ordinary sheets at save.
 
 A number written as text ("-1.5", "+3e9", ASCII digits only) is data, never prefixed. The
-PostgreSQL COPY export (`config.exporting`) writes the same rule in SQL from these constants.
+PostgreSQL COPY export (`core.tabular.exporting`) writes the same rule in SQL from these constants.
 ``tests/exports/test_cell_safety.py`` fails when code outside this module writes a sheet.
 """
 

@@ -1,7 +1,7 @@
 """Tables for spreadsheets: typed columns, flattened rows, safe cells, CSV and XLSX writers.
 
-Shared by the DRF renderers (`config.renderers`), the streaming list exports
-(`config.exporting`) and the background XLSX jobs (`exports.services`):
+Shared by the DRF renderers (`core.tabular.renderers`), the streaming list exports
+(`core.tabular.exporting`) and the background XLSX jobs (`exports.services`):
 
 * a :class:`Column` has a stable name (units in the name: ``it_power_kw``), a kind (integer,
   number, boolean, datetime, date, string, any), a unit and a description, taken from the
@@ -27,8 +27,8 @@ from openpyxl.utils import get_column_letter
 from rest_framework import serializers
 from rest_framework.relations import ManyRelatedField, RelatedField
 
-# The cell-safety rule and the safe writers live in config.cellsafety (re-exported here).
-from config.cellsafety import (  # noqa: F401
+# The cell-safety rule and the safe writers live in core.tabular.cellsafety (re-exported here).
+from core.tabular.cellsafety import (  # noqa: F401
     FORMULA_PREFIXES,
     NUMBER_TEXT,
     SafeWorkbook,
@@ -194,16 +194,48 @@ def view_columns(view) -> list[Column]:
 
 
 def view_filename(view) -> str:
+    """The download's name without extension, dated by the query's ``start``/``end``."""
+    request = getattr(view, "request", None)
+    return dated_filename(_undated_filename(view), getattr(request, "GET", None) or {})
+
+
+def _undated_filename(view) -> str:
     name = getattr(view, "export_filename", None)
     if callable(name):
         name = name()
     if name:
         return str(name)
-    basename = getattr(view, "basename", None)
-    if basename:
-        return str(basename)
+    path = getattr(getattr(view, "request", None), "path", "")
+    # A router's list is named as its URL ("usage-records"), not its singular basename.
+    segments = [part for part in path.split("/") if part and not re.fullmatch(r"api|v\d+", part)]
+    if getattr(view, "basename", None):
+        return "-".join(segments) or str(view.basename)
     words = re.sub(r"(?<!^)(?=[A-Z])", "-", type(view).__name__.removesuffix("View"))
     return words.lower() or "export"
+
+
+def _query_day(text: str, exclusive_end: bool = False) -> dt.date | None:
+    """A query's date or date-time as a day; an exclusive end at midnight is the day before."""
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    midnight = moment.time() == dt.time()
+    return moment.date() - dt.timedelta(days=1) if exclusive_end and midnight else moment.date()
+
+
+def dated_filename(name: str, params: Mapping[str, Any]) -> str:
+    """``usage-records_2026-11-01_2026-11-30``: the first and last day of ``start``/``end``
+    (end exclusive, as every period filter here); undated without a valid period."""
+    start = _query_day(params.get("start") or "")
+    last = _query_day(params.get("end") or "", exclusive_end=True)
+    if start is not None and last is not None and last >= start:
+        return f"{name}_{start.isoformat()}_{last.isoformat()}"
+    if start is not None and not params.get("end"):
+        return f"{name}_from_{start.isoformat()}"
+    if last is not None and not params.get("start"):
+        return f"{name}_to_{last.isoformat()}"
+    return name
 
 
 # -- rows -----------------------------------------------------------------------------------

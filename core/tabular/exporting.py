@@ -1,6 +1,6 @@
 """Spreadsheet exports of API lists: column selection, whole-table CSV streams, size limits.
 
-Every view gets CSV and XLSX from the default renderers (`config.renderers`) and ``?fields=``
+Every view gets CSV and XLSX from the default renderers (`core.tabular.renderers`) and ``?fields=``
 from :class:`FieldSelectionFilter`; a list viewset adds :class:`TabularListMixin` so a whole
 table (no ``page``) streams as CSV in chunks — straight from ``values_list`` when its
 serializer is plain model columns — and an XLSX above ``EXPORT_XLSX_MAX_ROWS`` is refused
@@ -32,9 +32,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from config.cellsafety import FORMULA_PREFIXES, NUMBER_TEXT, safe_csv_writer
-from config.filters import check_fields
-from config.tabular import (
+from core.tabular.cellsafety import FORMULA_PREFIXES, NUMBER_TEXT, safe_csv_writer
+from core.tabular.columns import (
     ROWS_HEADER,
     Column,
     dict_chunks,
@@ -47,6 +46,7 @@ from config.tabular import (
     view_filename,
     wants_whole_table,
 )
+from core.tabular.filters import check_fields
 
 CHUNK_ROWS = 5000
 COPY_CHUNK_BYTES = 256 * 1024  # PostgreSQL sends one message per row: send the client blocks
@@ -207,7 +207,7 @@ class TabularListMixin:
         """CSV bytes of the filtered queryset, ``?fields=`` applied.
 
         On PostgreSQL a table of plain columns is written by the database itself (``COPY``),
-        each cell as :func:`config.tabular.iter_csv` would write it; otherwise rows are read
+        each cell as :func:`core.tabular.columns.iter_csv` would write it; otherwise rows are read
         in chunks and converted in Python.
         """
         serializer = self.get_serializer()
@@ -280,7 +280,7 @@ def _sql_text(text: str) -> str:
 _SQL_NUMBER_TEXT = _sql_text("^" + NUMBER_TEXT.pattern.replace("(?:", "(") + "$")
 _SQL_FORMULA_FIRST = ", ".join(_sql_text(prefix) for prefix in FORMULA_PREFIXES)
 
-# Each kind's cell in SQL: the same text `config.tabular.iter_csv` writes (NULL: empty cell).
+# Each kind's cell in SQL: the same text `core.tabular.columns.iter_csv` writes (NULL: empty cell).
 _COPY_CELL_TEMPLATES = {
     "integer": "%(expressions)s",
     "string": (

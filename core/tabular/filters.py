@@ -1,7 +1,7 @@
 """``?fields=`` on every list: the filter backend validates it, the renderers apply it.
 
-Kept apart from `config.exporting`: DRF imports filter backends while `rest_framework.generics`
-is still loading, so this module must not import views.
+Kept apart from `core.tabular.exporting`: DRF imports filter backends while
+`rest_framework.generics` is still loading, so this module must not import views.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 
-from config.tabular import Column, requested_fields, unknown_fields, view_columns
+from core.tabular.columns import Column, requested_fields, unknown_fields, view_columns
 
 
 def check_fields(request, spec: Sequence[Column]) -> list[str]:

@@ -12,7 +12,8 @@ killed worker's job back depends on the broker:
 So every job also carries a heartbeat while a worker runs it: ``heartbeat()`` wraps the task
 body and refreshes a timestamp every ``FLEETWISE_HEARTBEAT_INTERVAL_S``. The beat task
 ``config.recover_stalled`` (every minute, like ``config.dispatch_pending``) re-sends the jobs
-whose heartbeat is older than ``FLEETWISE_STALLED_AFTER_S`` while they still say running:
+whose heartbeat is older than ``FLEETWISE_STALLED_AFTER_S`` while they still say running.
+What a re-send is belongs to each job kind (core.jobs.registry, filled by the apps), e.g.:
 
 * an analysis: the parts of its run that are missing, or its finalize when none is;
 * a usage import: the whole file again (the dead run's transaction was rolled back, so
@@ -37,13 +38,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import importlib
 import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from celery import current_app, shared_task
+from celery import shared_task
 from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
@@ -51,45 +51,31 @@ from django.db import (
     OperationalError,
     connection,
     connections,
-    models,
 )
 from django.utils import timezone
 
-from config.dispatch import UNREACHABLE, WORKERS_UNAVAILABLE
+from core.jobs.dispatch import UNREACHABLE, WORKERS_UNAVAILABLE, send_task
+from core.jobs.registry import JobKind, kinds, label_of
 
 logger = logging.getLogger(__name__)
 
 # Database errors worth a retry (a restart, a dropped connection), not a failed job.
 TRANSIENT = (OperationalError, InterfaceError)
 # Options of every job task: acknowledged after it ran, so a killed worker's task is
-# delivered again; transient database errors retried with back-off.
+# delivered again; transient database errors retried by Celery with jittered back-off.
 DURABLE_TASK_OPTIONS = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "autoretry_for": TRANSIENT,
     "retry_backoff": 2,
     "retry_backoff_max": 60,
+    "retry_jitter": True,
     "max_retries": 5,
 }
 
-# Model label -> (status that means "a worker has it", timestamp column of the heartbeat).
-WATCHED = {
-    "planner.Analysis": ("running", "heartbeat_at"),
-    "accounting.ImportJob": ("running", "heartbeat_at"),
-    "reports.Report": ("generating", "claimed_at"),
-}
-# Earlier timestamps a job falls back on when it never beat (a worker killed before its first).
-FALLBACK_TIMES = {
-    "planner.Analysis": ("started_at", "queued_at"),
-    "accounting.ImportJob": ("started_at", "created"),
-    "reports.Report": ("queued_at",),
-}
 
-
-def _model(label: str) -> type[models.Model]:
-    from django.apps import apps
-
-    return apps.get_model(label)
+def _kind(label: str) -> JobKind:
+    return next(kind for kind in kinds() if kind.label == label)
 
 
 def _uses_files() -> bool:
@@ -110,13 +96,13 @@ def _beat_file(label: str, pk: int) -> Path:
 class _Beater(threading.Thread):
     """Refreshes one job's heartbeat every interval until stopped."""
 
-    def __init__(self, label: str, pk: int, run_id: str | None) -> None:
-        super().__init__(name=f"heartbeat-{label}-{pk}", daemon=True)
-        self.label, self.pk, self.run_id = label, pk, run_id
+    def __init__(self, kind: JobKind, pk: int, run_id: str | None) -> None:
+        super().__init__(name=f"heartbeat-{kind.label}-{pk}", daemon=True)
+        self.kind, self.label, self.pk, self.run_id = kind, kind.label, pk, run_id
         self.stopped = threading.Event()
         # Opened at the first beat from the thread: most tasks end before it (no connection).
         self.side = None
-        self.file = _beat_file(label, pk) if _uses_files() else None
+        self.file = _beat_file(kind.label, pk) if _uses_files() else None
 
     def beat(self, db=None) -> None:
         """One beat, over ``db`` (the task's connection, before its work starts) or else the
@@ -129,16 +115,15 @@ class _Beater(threading.Thread):
             if self.side is None:
                 self.side = connections.create_connection(DEFAULT_DB_ALIAS)
             db = self.side
-        model = _model(self.label)
-        status, column = WATCHED[self.label]
+        model, column = self.kind.model, self.kind.model._meta.get_field(self.kind.heartbeat_field)
         table = db.ops.quote_name(model._meta.db_table)
-        where, params = "id = %s AND status = %s", [self.pk, status]
+        where, params = "id = %s AND status = %s", [self.pk, self.kind.running_status]
         if self.run_id is not None:
             where += " AND run_id = %s"
             params.append(self.run_id)
         with db.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET {column} = %s WHERE {where}",  # noqa: S608  # nosec B608
+                f"UPDATE {table} SET {column.column} = %s WHERE {where}",  # noqa: S608  # nosec B608
                 [timezone.now(), *params],
             )
 
@@ -162,9 +147,10 @@ class _Beater(threading.Thread):
 
 
 @contextlib.contextmanager
-def heartbeat(label: str, pk: int, run_id: str | None = None) -> Iterator[None]:
+def heartbeat(model, pk: int, run_id: str | None = None) -> Iterator[None]:
     """Keep the job's heartbeat fresh while the block runs (the task body of a worker)."""
-    beater = _Beater(label, pk, run_id)
+    beater = _Beater(_kind(label_of(model)), pk, run_id)
+    label = beater.label
     try:
         beater.beat(connection)
     except Exception:
@@ -176,10 +162,10 @@ def heartbeat(label: str, pk: int, run_id: str | None = None) -> Iterator[None]:
         beater.stop()
 
 
-def _last_beats(label: str, rows: list[dict]) -> dict[int, dt.datetime | None]:
+def _last_beats(kind: JobKind, rows: list[dict]) -> dict[int, dt.datetime | None]:
     """When each job last showed a sign of life: the latest of its heartbeat column, its
     start/queue times (a worker killed before its first beat) and, on SQLite, its file."""
-    times = (WATCHED[label][1], *FALLBACK_TIMES[label])
+    label, times = kind.label, (kind.heartbeat_field, *kind.fallback_times)
     beats = {row["pk"]: max((row[t] for t in times if row[t]), default=None) for row in rows}
     if _uses_files():
         for pk in beats:
@@ -192,97 +178,75 @@ def _last_beats(label: str, rows: list[dict]) -> dict[int, dt.datetime | None]:
 
 def stalled(label: str, now: dt.datetime | None = None) -> list[dict]:
     """The jobs of ``label`` a worker holds whose heartbeat is older than the threshold."""
+    kind = _kind(label)
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=settings.FLEETWISE_STALLED_AFTER_S)
-    status, column = WATCHED[label]
-    run_id = [] if label == "reports.Report" else ["run_id"]
+    run_id = ["run_id"] if kind.guarded else []
     rows = list(
-        _model(label)
-        .objects.filter(status=status)
-        .values("pk", column, *FALLBACK_TIMES[label], *run_id)
+        kind.model.objects.filter(status=kind.running_status).values(
+            "pk", kind.heartbeat_field, *kind.fallback_times, *run_id
+        )
     )
-    beats = _last_beats(label, rows)
+    beats = _last_beats(kind, rows)
     return [row for row in rows if beats[row["pk"]] is None or beats[row["pk"]] < cutoff]
 
 
-def _claim(label: str, row: dict, now: dt.datetime) -> bool:
+def _claim(kind: JobKind, row: dict, now: dt.datetime) -> bool:
     """Take the job over for re-sending (one UPDATE: two recoverers never both send it) and
     give the new run a fresh heartbeat, so it is not re-sent again before it starts."""
-    model = _model(label)
-    status, column = WATCHED[label]
-    same = {"pk": row["pk"], "status": status, column: row[column]}
-    if label == "reports.Report":
-        # Back to queued: generation's own claim (queued -> generating) then admits one worker.
-        return bool(model.objects.filter(**same).update(status="queued", claimed_at=None))
-    return bool(model.objects.filter(**same, run_id=row["run_id"]).update(**{column: now}))
+    if kind.claim is not None:
+        return kind.claim(kind.model, row, now)
+    column = kind.heartbeat_field
+    same = {"pk": row["pk"], "status": kind.running_status, column: row[column]}
+    if kind.guarded:
+        same["run_id"] = row["run_id"]
+    return bool(kind.model.objects.filter(**same).update(**{column: now}))
 
 
 def _send(name: str, *args) -> None:
-    importlib.import_module(f"{name.split('.')[0]}.tasks")  # registers the task by name
-    current_app.tasks[name].apply_async(args, retry=True, retry_policy={"max_retries": 1})
+    send_task(name, *args)
 
 
-def _resend_analysis(pk: int, run_id: str) -> str:
-    from planner.models import Analysis, AnalysisPart
-    from planner.services import clusters_in_scope
-
-    analysis = Analysis.objects.get(pk=pk)
-    clusters = clusters_in_scope(analysis.scope, analysis.object_id)
-    if analysis.parts_total != len(clusters):
-        # The clusters in scope changed since the run fanned out: start its fan-out again.
-        _send("planner.run_analysis", pk, run_id)
-        return "coordinator"
-    done = set(
-        AnalysisPart.objects.filter(analysis_id=pk, run_id=run_id).values_list(
-            "cluster_id", flat=True
-        )
-    )
-    missing = [cid for cid in clusters if cid not in done]
-    for cluster_id in missing:
-        _send("planner.analysis_part", pk, run_id, cluster_id)
-    if not missing:
-        _send("planner.finalize_analysis", pk, run_id)
-    return f"{len(missing)} part(s)" if missing else "finalize"
+def _resend(kind: JobKind, row: dict) -> str:
+    """Send the stalled job again: the kind's own way, or its task from the start."""
+    if kind.resend is not None:
+        return kind.resend(row, lambda name, *args: _send(name, *args))
+    _send(kind.task, *kind.args(row["pk"], row.get("run_id")))
+    return kind.task
 
 
-def _resend(label: str, row: dict) -> str:
-    if label == "planner.Analysis":
-        return _resend_analysis(row["pk"], str(row["run_id"]))
-    if label == "accounting.ImportJob":
-        _send("accounting.run_import", row["pk"], str(row["run_id"]))
-        return "import"
-    _send("reports.generate_report", row["pk"])
-    return "generation"
+def _wait_for_broker(kind: JobKind, row: dict) -> None:
+    """The re-send found no broker: dispatch_pending sends the job once it is back."""
+    if kind.on_unreachable is not None:
+        kind.on_unreachable(kind.model, row)
+        return
+    rows = kind.model.objects.filter(pk=row["pk"])
+    if kind.guarded:
+        rows = rows.filter(run_id=row["run_id"])
+    rows.update(error=WORKERS_UNAVAILABLE)
 
 
 def recover_stalled(now: dt.datetime | None = None) -> dict[str, int]:
     """Re-send every job whose worker stopped beating; counts re-sent jobs per model."""
     now = now or timezone.now()
     sent: dict[str, int] = {}
-    for label in WATCHED:
-        for row in stalled(label, now):
-            if not _claim(label, row, now):
+    for kind in kinds():
+        if kind.running_status is None:
+            continue
+        for row in stalled(kind.label, now):
+            if not _claim(kind, row, now):
                 continue  # finished, superseded or taken by another recoverer meanwhile
             try:
-                what = _resend(label, row)
+                what = _resend(kind, row)
             except UNREACHABLE as exc:
-                if label == "reports.Report":
-                    # Generating again with its old claim: the next recovery tries it again.
-                    _model(label).objects.filter(pk=row["pk"], status="queued").update(
-                        status="generating", claimed_at=row["claimed_at"]
-                    )
-                else:
-                    # dispatch_pending sends it (run_analysis / run_import) once the broker is back
-                    _model(label).objects.filter(pk=row["pk"], run_id=row["run_id"]).update(
-                        error=WORKERS_UNAVAILABLE
-                    )
-                logger.warning("broker unreachable, stalled %s %s waits: %s", label, row, exc)
+                _wait_for_broker(kind, row)
+                logger.warning("broker unreachable, stalled %s %s waits: %s", kind.label, row, exc)
                 continue
-            logger.warning("%s %s: worker stopped beating, re-sent %s", label, row["pk"], what)
-            sent[label] = sent.get(label, 0) + 1
+            logger.warning("%s %s: worker stopped beating, re-sent %s", kind.label, row["pk"], what)
+            sent[kind.label] = sent.get(kind.label, 0) + 1
     if _uses_files():
         _prune_files(now)
-    from config.quarantine import prune_ledger
+    from core.jobs.quarantine import prune_ledger
 
     prune_ledger(now)
     return sent
@@ -300,6 +264,7 @@ def _prune_files(now: dt.datetime) -> None:
                 path.unlink()
 
 
+# The task keeps its historical name: beat schedules stored in the database refer to it.
 @shared_task(name="config.recover_stalled", ignore_result=True)
 def recover_stalled_task() -> dict[str, int]:
     """Beat runs this every minute: jobs of dead workers are sent again."""

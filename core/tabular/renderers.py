@@ -2,13 +2,13 @@
 
 The tabular renderers take what a view returns: a list of rows, or a paginated body whose
 rows are under "results". Rows are flattened (nested objects as dotted names, lists as JSON
-text); columns come from the view's serializer (`config.exporting.view_columns`) in its
+text); columns come from the view's serializer (`core.tabular.exporting.view_columns`) in its
 order, or from a view's ``export_columns``; ``?fields=`` selects and orders them (JSON too).
 A view may set ``export_filename`` (without extension) and ``export_sheet_title``. An error
 body (status ≥ 400) is written as one row so the client still sees why. Every text cell a
 spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, full-width ``＝`` …) is
-neutralised by the one rule of `config.cellsafety`; numbers stay numbers. Tables are built in
-`config.tabular`.
+neutralised by the one rule of `core.tabular.cellsafety`; numbers stay numbers. Tables are built in
+`core.tabular.columns`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from django.utils import timezone
 from django.utils.http import quote_etag
 from rest_framework import renderers
 
-from config.cellsafety import FORMULA_PREFIXES
-from config.tabular import (
+from core.tabular.cellsafety import FORMULA_PREFIXES
+from core.tabular.columns import (
     ROWS_HEADER,
     Column,
     flatten,

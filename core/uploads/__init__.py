@@ -1,0 +1,1 @@
+"""Checks every upload goes through before a reader opens it (pure Python: no Django)."""
