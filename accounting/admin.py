@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from access.admin_scoping import ImportJobsAdminMixin, TeamRowsAdminMixin
+from access.admin_scoping import TeamRowsAdminMixin
 from accounting.models import (
     GresAlias,
     ImportJob,
@@ -8,6 +8,7 @@ from accounting.models import (
     SreportUtilization,
     UsageRecord,
 )
+from accounting.scoping import ImportJobsAdminMixin
 
 
 @admin.register(GresAlias)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from django.db.models import Max, Min
+from django.db.models import Count, Max, Min, Q
 
 from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
 from planner.engine.coverage import (
@@ -157,3 +157,29 @@ def import_stale_reason(job: ImportJob) -> str:
         last_day = (span["last"] - dt.timedelta(microseconds=1)).date()
         reason += f", {span['first'].date():%Y-%m-%d} to {last_day:%Y-%m-%d}"
     return reason + "."
+
+
+def record_spans(
+    cluster_ids: Sequence[int], start: dt.datetime, end: dt.datetime
+) -> dict[int, tuple[dt.datetime, dt.datetime]]:
+    """Per cluster, the part of [start, end) its usage records cover (one query): from the
+    first record to the last end, or to ``end`` while a job still runs. Clusters without
+    records there are absent."""
+    spans = (
+        UsageRecord.objects.filter(cluster_id__in=cluster_ids, start__lt=end)
+        .filter(Q(end__gt=start) | Q(end__isnull=True))
+        .values("cluster_id")
+        .annotate(
+            first=Min("start"),
+            last_start=Max("start"),
+            last_end=Max("end"),
+            running=Count("pk", filter=Q(end__isnull=True)),
+        )
+        .order_by()
+    )
+    windows = {}
+    for span in spans:
+        ends = [t for t in (span["last_start"], span["last_end"]) if t is not None]
+        last = end if span["running"] else max(ends)
+        windows[span["cluster_id"]] = (max(start, span["first"]), min(end, last))
+    return windows

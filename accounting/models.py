@@ -7,13 +7,13 @@ chargeback are read by `accounting.selectors`.
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from accounting.parsing import JOB_STATES, normalize_gres_type
+from core.jobs.models import DurableJob
+from core.jobs.status import JobStatus
 from inventory.models import AcceleratorModel, Cluster, Pool
 
 non_negative = MinValueValidator(0)
@@ -40,11 +40,8 @@ class ImportKind(models.TextChoices):
     XLSX = "xlsx", "Excel workbook with the documented header"
 
 
-class ImportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
+# The statuses of every job (core.jobs); the old name stays for the code that uses it.
+ImportStatus = JobStatus
 
 
 class GresAlias(models.Model):
@@ -125,7 +122,7 @@ class PartitionMapping(models.Model):
         return f"{self.cluster.name}:{self.partition}"
 
 
-class ImportJob(models.Model):
+class ImportJob(DurableJob):
     """One uploaded (or command-line) usage file and its import run.
 
     A run is identified by ``run_id``; the worker writes the outcome only while its run_id
@@ -154,12 +151,6 @@ class ImportJob(models.Model):
         blank=True,
         help_text="Layout of the file: columns, delimiter, time_unit.",
     )
-    status = models.CharField(
-        max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
-    )
-    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
-    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    error = models.TextField(blank=True)
     issues = models.JSONField(
         default=list, blank=True, help_text='Bad lines as "line N, column X: reason".'
     )
@@ -180,12 +171,6 @@ class ImportJob(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    duration_s = models.FloatField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of a worker running it (recovery)."
-    )
 
     class Meta:
         ordering = ["-created"]
@@ -222,6 +207,9 @@ class UsageRecord(models.Model):
     mig_profile = models.CharField(max_length=32, blank=True)
     cards = models.FloatField(validators=[non_negative], help_text="Fractional for MIG slices.")
     nodes = models.PositiveIntegerField(null=True, blank=True)
+    node_list = models.TextField(
+        blank=True, help_text="Slurm NodeList (hostlist); joins jobs with GPU telemetry."
+    )
     submit = models.DateTimeField(null=True, blank=True)
     start = models.DateTimeField()
     end = models.DateTimeField(null=True, blank=True, help_text="Empty while running.")
@@ -354,25 +342,18 @@ class UsageDailyRollup(models.Model):
         return f"{self.cluster_id} {self.day} {self.account}"
 
 
-class RollupRefresh(models.Model):
+class RollupRefresh(DurableJob):
     """One queued rebuild of the daily rollups (and the dashboards' precomputed views).
 
-    Sent through :func:`config.dispatch.send_or_defer` like the other worker jobs: while the
+    Sent through :func:`core.jobs.dispatch.send_or_defer` like the other worker jobs: while the
     broker is down the row waits (``error`` = WORKERS_UNAVAILABLE) and is sent again later,
     so an import never loses its refresh. ``cluster_ids`` None means every cluster.
     """
 
     cluster_ids = models.JSONField(null=True, blank=True)
-    status = models.CharField(
-        max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED
-    )
-    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    error = models.TextField(blank=True)
     records = models.PositiveIntegerField(default=0)
     rows = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

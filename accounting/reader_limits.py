@@ -12,7 +12,7 @@ from django.conf import settings
 
 from accounting.models import ImportKind
 from accounting.parsing.bounded import ReaderLimits, configure
-from accounting.parsing.sniff import SNIFF_BYTES, text_problem
+from core.uploads.sniff import SNIFF_BYTES, text_problem
 
 TEXT_KINDS = frozenset({ImportKind.SACCT, ImportKind.SREPORT, ImportKind.CSV})
 

@@ -243,17 +243,15 @@ def queue_refresh(cluster_ids: Sequence[int] | None) -> RollupRefresh:
     """Refresh these clusters' rollups on a worker once the current transaction commits.
 
     The request is a :class:`~accounting.models.RollupRefresh` row written in the caller's
-    transaction (it commits with the import) and sent by `config.dispatch.send_or_defer`: a
+    transaction (it commits with the import) and queued by `core.jobs.lifecycle.queue`: a
     broker that is down marks it deferred and `dispatch_pending` sends it later, so neither
     the import fails nor the refresh is lost. Until then the dashboards show the rollups as
     stale (:func:`rollup_status`).
     """
-    from config.dispatch import send_or_defer
+    from core.jobs import lifecycle as jobs
 
     ids = None if cluster_ids is None else sorted({int(pk) for pk in cluster_ids})
-    job = RollupRefresh.objects.create(cluster_ids=ids)
-    send_or_defer(job)
-    return job
+    return jobs.queue(RollupRefresh(cluster_ids=ids), new_run=False)
 
 
 def run_refresh_hooks(cluster_ids: Sequence[int] | None) -> None:

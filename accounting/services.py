@@ -14,15 +14,15 @@ Writes are bulk upserts keyed on ``(cluster, record_key)``, never a save per row
 Memory stays constant: one parser chunk (:data:`CHUNK_LINES` input lines) at a time.
 Re-importing a file changes nothing (same keys, same values: rows are counted unchanged).
 
-The upload lifecycle (queue on commit, run on a worker, progress, run_id-guarded finish,
-failure keeping the data already stored) follows `planner.services` for analyses.
+What a chunk becomes is in :mod:`accounting.imports.rows`, how it is written in
+:mod:`accounting.imports.writers`; this module drives one file through them. An upload is a
+durable job (core.jobs.lifecycle: queued on commit, run on a worker, run_id-guarded finish,
+a failure keeping the data already stored).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import io
-import itertools
 import logging
 import os
 import queue
@@ -31,30 +31,29 @@ import time
 import uuid
 import zoneinfo
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import IO, Any
 
-import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.core.exceptions import SuspiciousFileOperation
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import F, Q
-from django.utils import timezone
 from django.utils.text import get_valid_filename
 
 from accounting.coverage import import_stale_reason
-from accounting.models import (
-    GresAlias,
-    ImportJob,
-    ImportKind,
-    ImportStatus,
-    PartitionMapping,
-    UsageRecord,
+from accounting.imports.rows import (
+    MAX_ISSUES,
+    ClusterContext,
+    ClusterNameCheck,
+    ImportCounts,
+    ImportInputError,
+    ImportProgress,
+    ProgressCallback,
+    cluster_context,
+    usage_rows,
 )
+from accounting.imports.writers import usage_writer
+from accounting.models import ImportJob, ImportKind, ImportStatus
 from accounting.parsing import (
-    DEFAULT_GRES_ALIASES,
-    LineIssue,
     ParseProgress,
     SacctStats,
     TableStats,
@@ -62,33 +61,23 @@ from accounting.parsing import (
     iter_csv_chunks,
     iter_sacct_chunks,
     iter_xlsx_chunks,
-    normalize_gres_type,
 )
-from accounting.parsing.aliases import fit_aliases_to_cluster
-from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
 from accounting.parsing.layouts import LayoutError, layout_options
 from accounting.parsing.tabular import DEFAULT_MAX_XLSX_INFLATED_BYTES
 from accounting.reader_limits import configure_readers, upload_text_problem
-from config.dispatch import send_or_defer
-from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
-from planner import services as planner_services
+from accounting.signals import usage_imported
+from core.faults import injected_pause
+from core.jobs import lifecycle as jobs
+from core.jobs.dispatch import send_or_defer
+from core.uploads.archive import UnsafeArchive, check_xlsx_archive
+from inventory.models import Cluster
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_UPLOAD_BYTES = 1024 * 2**20
 CHUNK_LINES = 50_000
-UPSERT_BATCH_ROWS = 5_000
-MAX_ISSUES = 50
 # The worker writes progress at most this often (seconds) or per this many percent.
 PROGRESS_INTERVAL_S = 0.5
-
-
-class ImportInputError(ValueError):
-    """A bad import request; ``errors`` maps each field to why (a 400 in the API)."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(f"{key}: {value}" for key, value in errors.items()))
-        self.errors = errors
 
 
 class ImportSuperseded(Exception):
@@ -98,461 +87,6 @@ class ImportSuperseded(Exception):
 def max_upload_bytes() -> int:
     """Upload size limit (setting ``FLEETWISE_USAGE_UPLOAD_MAX_BYTES``, default 1 GiB)."""
     return int(getattr(settings, "FLEETWISE_USAGE_UPLOAD_MAX_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
-
-
-@dataclass(frozen=True)
-class ImportProgress:
-    """Cumulative progress of one import: feed ``bytes_read`` to a bar, ``percent`` to a job."""
-
-    bytes_read: int
-    total_bytes: int | None
-    lines_read: int
-    records_written: int
-
-    @property
-    def percent(self) -> int:
-        if not self.total_bytes:
-            return 0
-        return min(99, int(100 * self.bytes_read / self.total_bytes))
-
-
-ProgressCallback = Callable[[ImportProgress], None]
-
-
-@dataclass
-class ImportCounts:
-    """What one import did. ``records_read`` counts records after in-file de-duplication."""
-
-    bytes_read: int = 0
-    lines_read: int = 0
-    records_read: int = 0
-    records_created: int = 0
-    records_updated: int = 0
-    records_unchanged: int = 0
-    records_skipped: int = 0
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-# -- lookups -------------------------------------------------------------------------------
-
-
-def find_cluster(reference: str | int) -> Cluster:
-    """A cluster by id, by ``name`` (when unique) or by ``site/name``."""
-    text = str(reference).strip()
-    if text.isdecimal():
-        cluster = Cluster.objects.select_related("site").filter(pk=int(text)).first()
-        if cluster is None:
-            raise ImportInputError({"cluster": f"No cluster with id {text}."})
-        return cluster
-    site_name, _, cluster_name = text.rpartition("/")
-    matches = Cluster.objects.select_related("site").filter(name=cluster_name.strip())
-    if site_name:
-        matches = matches.filter(site__name=site_name.strip())
-    found = list(matches[:2])
-    if not found:
-        raise ImportInputError({"cluster": f'No cluster named "{text}".'})
-    if len(found) > 1:
-        raise ImportInputError(
-            {"cluster": f'Several sites have a cluster named "{text}"; write "site/name".'}
-        )
-    return found[0]
-
-
-def gres_aliases(cluster: Cluster | None = None) -> dict[str, str]:
-    """The parser's default alias table with the user's rows (GresAlias) winning; with a
-    cluster, its own rows win over the rows for all clusters."""
-    table = {normalize_gres_type(key): model for key, model in DEFAULT_GRES_ALIASES.items()}
-    rows = GresAlias.objects.filter(cluster__isnull=True)
-    if cluster is not None:
-        rows = rows | GresAlias.objects.filter(cluster=cluster)
-    ordered = rows.order_by(F("cluster_id").asc(nulls_first=True))
-    for gres_type, model in ordered.values_list("gres_type", "accelerator__name"):
-        table[normalize_gres_type(gres_type)] = model
-    return table
-
-
-@dataclass(frozen=True)
-class ClusterContext:
-    """What the import needs to know about the target cluster, read once per file."""
-
-    cluster: Cluster
-    aliases: dict[str, str]
-    partition_models: dict[str, str]
-    default_model: str | None
-    accelerator_ids: dict[str, int]
-    pool_by_partition: dict[str, int]
-    pool_by_accelerator: dict[int, int]
-    single_pool: int | None
-
-
-def cluster_context(cluster: Cluster) -> ClusterContext:
-    """Partition → pool/card rules and the alias table for one cluster.
-
-    A record's pool is, in order: the PartitionMapping row of its partition; the pool named
-    like the partition (case-insensitive); the only pool of the cluster holding its card
-    model; the cluster's only pool; else unknown (null).
-    """
-    pools = dict(Pool.objects.filter(cluster=cluster).values_list("name", "pk"))
-    pool_by_partition = {name.lower(): pk for name, pk in pools.items()}
-    partition_models: dict[str, str] = {}
-    for partition, pool_id, model in PartitionMapping.objects.filter(cluster=cluster).values_list(
-        "partition", "pool_id", "accelerator__name"
-    ):
-        if pool_id is not None:
-            pool_by_partition[partition.lower()] = pool_id
-        if model:
-            partition_models[partition] = model
-    holders: dict[int, set[int]] = {}
-    models_in_cluster: set[str] = set()
-    for pool_id, accelerator_id, name in NodeGroup.objects.filter(
-        pool__cluster=cluster
-    ).values_list("pool_id", "accelerator_id", "accelerator__name"):
-        holders.setdefault(accelerator_id, set()).add(pool_id)
-        models_in_cluster.add(name)
-    own = GresAlias.objects.filter(Q(cluster__isnull=True) | Q(cluster=cluster))
-    user_keys = {normalize_gres_type(key) for key in own.values_list("gres_type", flat=True)}
-    return ClusterContext(
-        cluster=cluster,
-        aliases=fit_aliases_to_cluster(gres_aliases(cluster), models_in_cluster, keep=user_keys),
-        partition_models=partition_models,
-        # Untyped gres/gpu=N in a one-model cluster can only be that model.
-        default_model=next(iter(models_in_cluster)) if len(models_in_cluster) == 1 else None,
-        accelerator_ids=dict(AcceleratorModel.objects.values_list("name", "pk")),
-        pool_by_partition=pool_by_partition,
-        pool_by_accelerator={
-            accelerator: next(iter(ids)) for accelerator, ids in holders.items() if len(ids) == 1
-        },
-        single_pool=next(iter(pools.values())) if len(pools) == 1 else None,
-    )
-
-
-# -- chunk -> database rows ----------------------------------------------------------------
-
-# Database columns of UsageRecord written by an import, in upsert order.
-USAGE_DB_COLUMNS: tuple[str, ...] = (
-    "cluster_id",
-    "record_key",
-    "pool_id",
-    "job_id",
-    "job_label",
-    "parent_job_id",
-    "account",
-    "user",
-    "partition",
-    "accelerator_id",
-    "gres_type",
-    "mig_profile",
-    "cards",
-    "nodes",
-    "submit",
-    "start",
-    "end",
-    "duration_h",
-    "card_hours",
-    "state",
-    "scheduler_state",
-    "gpu_utilization",
-    "tokens_per_s",
-    "model_params",
-    "mfu",
-    "import_job_id",
-)
-UPSERT_KEY: tuple[str, str] = ("cluster_id", "record_key")
-# Columns whose change makes a row "updated"; import_job_id follows along without counting.
-COMPARED_COLUMNS: tuple[str, ...] = tuple(
-    c for c in USAGE_DB_COLUMNS if c not in (*UPSERT_KEY, "import_job_id")
-)
-TEXT_COLUMNS: tuple[str, ...] = (
-    "record_key",
-    "job_id",
-    "job_label",
-    "parent_job_id",
-    "account",
-    "user",
-    "partition",
-    "gres_type",
-    "mig_profile",
-    "state",
-    "scheduler_state",
-)
-DATETIME_COLUMNS: tuple[str, ...] = ("submit", "start", "end")
-# The usage chunk's column for each database column that is renamed or derived.
-CHUNK_COLUMN_LABELS = {"record_key": "JobID", "account": "Account", "user": "User"}
-
-
-def _max_lengths() -> dict[str, int]:
-    return {
-        name: UsageRecord._meta.get_field(name).max_length
-        for name in TEXT_COLUMNS
-        if UsageRecord._meta.get_field(name).max_length
-    }
-
-
-class _ClusterNameCheck:
-    """Every record of one file must come from one cluster.
-
-    Slurm output (sacct, sreport) may name the cluster as Slurm knows it, which can differ
-    from the inventory's name, so only consistency is checked. A CSV or XLSX file is written
-    for Fleetwise: its ``cluster`` column must name the cluster being imported into.
-    """
-
-    def __init__(self, expected: str | None = None, column: str = "Cluster") -> None:
-        self.expected = expected
-        self.name: str | None = expected
-        self.column = column
-
-    def issues(self, names: pd.Series, lines: np.ndarray) -> list[LineIssue]:
-        if names.empty:
-            return []
-        if self.name is None:
-            self.name = str(names.iloc[0])
-        other = (names != self.name).to_numpy()
-        if self.expected is not None:
-            reason = "'{name}' is not the cluster being imported into ('" + self.name + "')"
-        else:
-            reason = (
-                "the file mixes scheduler clusters ('" + self.name + "' and '{name}'); "
-                "import one cluster per file (sacct -M <name>)"
-            )
-        return [
-            LineIssue(int(line), self.column, reason.format(name=name))
-            for line, name in zip(lines[other][:MAX_ISSUES], names[other][:MAX_ISSUES], strict=True)
-        ]
-
-
-def usage_rows(chunk: pd.DataFrame, context: ClusterContext, import_job_id: int | None):
-    """A parser chunk → (frame of :data:`USAGE_DB_COLUMNS`, issues of values too long).
-
-    Duplicate ``record_key`` values inside the chunk keep the last one (a later line of
-    the same run wins, as a later import would).
-    """
-    chunk = chunk.drop_duplicates("record_key", keep="last")
-    accelerator_id = chunk["accelerator_model"].map(context.accelerator_ids).astype("Int64")
-    pool_id = chunk["partition"].str.lower().map(context.pool_by_partition).astype("Int64")
-    pool_id = pool_id.fillna(accelerator_id.map(context.pool_by_accelerator).astype("Int64"))
-    if context.single_pool is not None:
-        pool_id = pool_id.fillna(context.single_pool)
-    rows = pd.DataFrame(
-        {
-            "cluster_id": np.full(len(chunk), context.cluster.pk, dtype=np.int64),
-            "record_key": chunk["record_key"],
-            "pool_id": pool_id,
-            "job_id": chunk["job_id"],
-            "job_label": chunk["job_label"],
-            "parent_job_id": chunk["parent_job_id"],
-            "account": chunk["account"],
-            "user": chunk["user"],
-            "partition": chunk["partition"],
-            "accelerator_id": accelerator_id,
-            "gres_type": chunk["gres_type"],
-            "mig_profile": chunk["mig_profile"],
-            "cards": chunk["cards"],
-            "nodes": chunk["nodes"],
-            "submit": chunk["submit"],
-            "start": chunk["start"],
-            "end": chunk["end"],
-            "duration_h": chunk["duration_h"],
-            "card_hours": chunk["card_hours"],
-            "state": chunk["state"].astype("str"),
-            "scheduler_state": chunk["scheduler_state"],
-            "gpu_utilization": chunk["gpu_utilization"],
-            "tokens_per_s": chunk["tokens_per_s"],
-            "model_params": chunk["model_params"],
-            "mfu": chunk["mfu"],
-            "import_job_id": pd.array([import_job_id] * len(chunk), dtype="Int64"),
-        }
-    ).reset_index(drop=True)
-    lines = chunk["source_line"].to_numpy()
-    issues: list[LineIssue] = []
-    for name, limit in _max_lengths().items():
-        text = rows[name].fillna("")
-        rows[name] = text
-        too_long = (text.str.len() > limit).to_numpy()
-        for position in np.flatnonzero(too_long)[:MAX_ISSUES]:
-            column = CHUNK_COLUMN_LABELS.get(name, name)
-            issues.append(
-                LineIssue(int(lines[position]), column, f"longer than {limit} characters")
-            )
-    return rows, issues
-
-
-def _sqlite_datetimes(values: pd.Series) -> list[str | None]:
-    """UTC datetimes as Django's SQLite backend stores them (``str(naive datetime)``)."""
-    naive = values.dt.tz_convert("UTC").dt.tz_localize(None)
-    whole = naive.dt.strftime("%Y-%m-%d %H:%M:%S")
-    fractional = naive.dt.strftime("%Y-%m-%d %H:%M:%S.%f")
-    text = whole.where(naive.dt.microsecond.fillna(0).to_numpy() == 0, fractional)
-    return text.astype(object).where(values.notna(), None).tolist()
-
-
-def _python_column(values: pd.Series) -> list[Any]:
-    """One column as DB-API parameters: NaN/NA/NaT → None, numpy scalars → Python."""
-    if isinstance(values.dtype, pd.DatetimeTZDtype):
-        return _sqlite_datetimes(values)
-    as_object = values.astype(object)
-    return as_object.where(values.notna(), None).tolist()
-
-
-class UsageWriter:
-    """Upserts usage rows chunk by chunk inside the caller's transaction."""
-
-    def __init__(self, db_connection) -> None:
-        self.connection = db_connection
-        self.quote = db_connection.ops.quote_name
-        self.table = self.quote(UsageRecord._meta.db_table)
-        self.created = 0
-        self.updated = 0
-        self.written = 0
-
-    def _set_clause(self, excluded: str) -> str:
-        return ", ".join(
-            f"{self.quote(c)} = {excluded}.{self.quote(c)}"
-            for c in USAGE_DB_COLUMNS
-            if c not in UPSERT_KEY
-        )
-
-    def _row(self, prefix: str) -> str:
-        return "(" + ", ".join(f"{prefix}.{self.quote(c)}" for c in COMPARED_COLUMNS) + ")"
-
-    def write(self, rows: pd.DataFrame) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Finish counting; called once after the last chunk."""
-
-    @property
-    def unchanged(self) -> int:
-        return self.written - self.created - self.updated
-
-
-class PostgresUsageWriter(UsageWriter):
-    """COPY into a temporary table, then one INSERT ... ON CONFLICT per chunk.
-
-    Cheap to send: the constant cluster and import ids are SQL literals, not COPY columns,
-    and times travel as integer microseconds (formatting datetimes as text costs more than
-    the rest of the CSV). Foreign keys are checked per statement (``SET CONSTRAINTS ALL
-    IMMEDIATE``) instead of all at COMMIT, so the server checks them while the next chunk is
-    being parsed.
-    """
-
-    STAGE = "accounting_usage_stage"
-
-    def __init__(self, db_connection, cluster_id: int, import_job_id: int | None) -> None:
-        super().__init__(db_connection)
-        quote = self.quote
-        self.copy_columns = [
-            c for c in USAGE_DB_COLUMNS if c not in ("cluster_id", "import_job_id")
-        ]
-        staged = ", ".join(
-            f"0::bigint AS {quote(c)}" if c in DATETIME_COLUMNS else quote(c)
-            for c in self.copy_columns
-        )
-        with db_connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(f"DROP TABLE IF EXISTS {self.STAGE}")
-            cursor.execute(
-                f"CREATE TEMPORARY TABLE {self.STAGE} ON COMMIT DROP AS "  # noqa: S608  # nosec B608
-                f"SELECT {staged} FROM {self.table} WITH NO DATA"
-            )
-        text_columns = ", ".join(quote(c) for c in TEXT_COLUMNS)
-        self.copy_sql = (
-            f"COPY {self.STAGE} ({', '.join(quote(c) for c in self.copy_columns)}) "
-            f"FROM STDIN WITH (FORMAT csv, FORCE_NOT_NULL ({text_columns}))"
-        )
-        literals = {
-            "cluster_id": str(int(cluster_id)),
-            "import_job_id": "NULL" if import_job_id is None else str(int(import_job_id)),
-        }
-        select = ", ".join(
-            literals[c]
-            if c in literals
-            else f"TIMESTAMPTZ 'epoch' + s.{quote(c)} * INTERVAL '1 microsecond'"
-            if c in DATETIME_COLUMNS
-            else f"s.{quote(c)}"
-            for c in USAGE_DB_COLUMNS
-        )
-        columns = ", ".join(quote(c) for c in USAGE_DB_COLUMNS)
-        key = ", ".join(quote(c) for c in UPSERT_KEY)
-        self.upsert_sql = (
-            # Identifiers only, from model metadata and quoted; the rows go through COPY.
-            f"WITH changed AS (INSERT INTO {self.table} AS t ({columns}) "  # noqa: S608  # nosec B608
-            f"SELECT {select} FROM {self.STAGE} AS s "
-            f"ON CONFLICT ({key}) DO UPDATE SET {self._set_clause('EXCLUDED')} "
-            f"WHERE {self._row('t')} IS DISTINCT FROM {self._row('EXCLUDED')} "
-            "RETURNING (xmax = 0) AS inserted) "
-            "SELECT COUNT(*) FILTER (WHERE inserted), COUNT(*) FILTER (WHERE NOT inserted) "
-            "FROM changed"
-        )
-
-    def write(self, rows: pd.DataFrame) -> None:
-        if rows.empty:
-            return
-        staged = rows[self.copy_columns].copy()
-        for name in DATETIME_COLUMNS:
-            staged[name] = _epoch_microseconds(staged[name])
-        buffer = io.StringIO()
-        staged.to_csv(buffer, header=False, index=False, na_rep="", lineterminator="\n")
-        with self.connection.cursor() as cursor:
-            with cursor.cursor.copy(self.copy_sql) as copy:
-                copy.write(buffer.getvalue())
-            cursor.execute(self.upsert_sql)
-            created, updated = cursor.fetchone()
-            cursor.execute(f"TRUNCATE {self.STAGE}")
-        self.created += created
-        self.updated += updated
-        self.written += len(rows)
-
-
-def _epoch_microseconds(values: pd.Series) -> pd.Series:
-    """Aware datetimes → integer microseconds since 1970 UTC (nullable)."""
-    naive = values.astype("datetime64[us, UTC]").dt.tz_localize(None)
-    micros = naive.to_numpy().view("int64")
-    return pd.Series(pd.array(micros, dtype="Int64"), index=values.index).mask(values.isna())
-
-
-class SqliteUsageWriter(UsageWriter):
-    """``executemany`` of an upsert in batches; SQLite counts changed rows, not no-op ones."""
-
-    def __init__(self, db_connection, cluster_id: int) -> None:
-        super().__init__(db_connection)
-        self.cluster_id = cluster_id
-        columns = ", ".join(self.quote(c) for c in USAGE_DB_COLUMNS)
-        placeholders = ", ".join(["%s"] * len(USAGE_DB_COLUMNS))
-        key = ", ".join(self.quote(c) for c in UPSERT_KEY)
-        self.upsert_sql = (
-            f"INSERT INTO {self.table} ({columns}) VALUES ({placeholders}) "  # noqa: S608  # nosec B608
-            f"ON CONFLICT ({key}) DO UPDATE SET {self._set_clause('excluded')} "
-            f"WHERE {self._row(self.table)} IS NOT {self._row('excluded')}"
-        )
-        self.rows_before = self._count()
-        self.changed = 0
-
-    def _count(self) -> int:
-        return UsageRecord.objects.filter(cluster_id=self.cluster_id).count()
-
-    def write(self, rows: pd.DataFrame) -> None:
-        if rows.empty:
-            return
-        columns = [_python_column(rows[name]) for name in USAGE_DB_COLUMNS]
-        records = zip(*columns, strict=True)
-        with self.connection.cursor() as cursor:
-            while batch := list(itertools.islice(records, UPSERT_BATCH_ROWS)):
-                cursor.executemany(self.upsert_sql, batch)
-                self.changed += max(cursor.rowcount, 0)
-        self.written += len(rows)
-
-    def close(self) -> None:
-        self.created = self._count() - self.rows_before
-        self.updated = self.changed - self.created
-
-
-def usage_writer(cluster_id: int, import_job_id: int | None) -> UsageWriter:
-    if connection.vendor == "postgresql":
-        return PostgresUsageWriter(connection, cluster_id, import_job_id)
-    if connection.vendor == "sqlite":
-        return SqliteUsageWriter(connection, cluster_id)
-    raise NotImplementedError(f"usage import does not support {connection.vendor}")
 
 
 # -- the import ----------------------------------------------------------------------------
@@ -659,9 +193,9 @@ def _import_usage(
 
     writer = usage_writer(context.cluster.pk, job.pk)
     cluster_names = (
-        _ClusterNameCheck()
+        ClusterNameCheck()
         if job.kind == ImportKind.SACCT
-        else _ClusterNameCheck(expected=context.cluster.name, column="cluster")
+        else ClusterNameCheck(expected=context.cluster.name, column="cluster")
     )
     unknown_gres: set[str] = set()
     gpu_partitions = set(context.pool_by_partition)
@@ -734,7 +268,9 @@ def import_file(
             _import_usage(job, source, context, counts, progress)
         if counts.records_created or counts.records_updated:
             # Analyses of this cluster now have new measured inputs: say which.
-            planner_services.mark_stale("cluster", [job.cluster_id], import_stale_reason(job))
+            usage_imported.send(
+                ImportJob, cluster_id=job.cluster_id, reason=import_stale_reason(job)
+            )
             from accounting.rollups import queue_refresh
 
             queue_refresh([job.cluster_id])  # the dashboards' daily sums, after the commit
@@ -840,28 +376,17 @@ def retry_import(job: ImportJob) -> ImportJob:
     job = ImportJob.objects.select_for_update().get(pk=job.pk)
     if not job.file:
         raise ImportInputError({"file": "This import came from the command line; run it again."})
-    job.run_id = uuid.uuid4()
-    job.status = ImportStatus.QUEUED
-    job.progress = 0
-    job.error = ""
     job.issues = []
-    job.started_at = job.finished_at = None
-    job.save()
-    _queue(job)
-    return job
+    return jobs.queue(job)
 
 
 def current_run(job_id: int, run_id: str):
     """The import job rows of this run only: empty once a newer run superseded it."""
-    return ImportJob.objects.filter(pk=job_id, run_id=run_id)
+    return jobs.current_run(ImportJob, job_id, run_id)
 
 
 def mark_running(job_id: int, run_id: str) -> bool:
-    return bool(
-        current_run(job_id, run_id)
-        .filter(status__in=[ImportStatus.QUEUED, ImportStatus.RUNNING])
-        .update(status=ImportStatus.RUNNING, started_at=timezone.now(), progress=1)
-    )
+    return jobs.mark_running(ImportJob, job_id, run_id, progress=1)
 
 
 class ProgressRecorder:
@@ -884,8 +409,7 @@ class ProgressRecorder:
 
     def __call__(self, progress: ImportProgress) -> None:
         self.write(progress)
-        if settings.IMPORT_CHUNK_DELAY_S:  # fault injection (tests): room to kill the worker
-            time.sleep(settings.IMPORT_CHUNK_DELAY_S)
+        injected_pause("IMPORT_CHUNK_DELAY_S")
 
     def write(self, progress: ImportProgress) -> None:
         if self.side is None:
@@ -917,38 +441,29 @@ class ProgressRecorder:
 
 def record_success(job_id: int, run_id: str, counts: ImportCounts) -> None:
     """Record success inside the import's transaction; a superseded run rolls back."""
-    job = current_run(job_id, run_id).select_for_update().first()
-    if job is None or job.status == ImportStatus.SUCCEEDED:
+    recorded = jobs.finish(
+        ImportJob,
+        job_id,
+        run_id,
+        issues=[],
+        warnings=counts.warnings,
+        bytes_read=counts.bytes_read,
+        lines_read=counts.lines_read,
+        records_read=counts.records_read,
+        records_created=counts.records_created,
+        records_updated=counts.records_updated,
+        records_unchanged=counts.records_unchanged,
+        records_skipped=counts.records_skipped,
+        skipped_lines=counts.skipped,
+    )
+    if not recorded:
         # Superseded, or a redelivered copy of a run that already succeeded: roll back.
         raise ImportSuperseded
-    now = timezone.now()
-    job.status = ImportStatus.SUCCEEDED
-    job.progress = 100
-    job.error = ""
-    job.issues = []
-    job.warnings = counts.warnings
-    job.bytes_read = counts.bytes_read
-    job.lines_read = counts.lines_read
-    job.records_read = counts.records_read
-    job.records_created = counts.records_created
-    job.records_updated = counts.records_updated
-    job.records_unchanged = counts.records_unchanged
-    job.records_skipped = counts.records_skipped
-    job.skipped_lines = counts.skipped
-    job.finished_at = now
-    job.duration_s = (now - (job.started_at or now)).total_seconds()
-    job.save()
 
 
 def fail(job_id: int, run_id: str, reason: str, issues: list[str] | None = None) -> None:
     """Record why a run failed; usage stored by earlier imports stays as it was."""
-    now = timezone.now()
-    current_run(job_id, run_id).update(
-        status=ImportStatus.FAILED,
-        error=reason[:4000],
-        issues=issues or [],
-        finished_at=now,
-    )
+    jobs.fail(ImportJob, job_id, run_id, reason, issues=issues or [])
 
 
 def run_import_job(job_id: int, run_id: str) -> dict[str, Any]:

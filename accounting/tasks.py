@@ -7,7 +7,9 @@ import logging
 from celery import shared_task
 
 from accounting import services
-from config.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
+from accounting.models import ImportJob
+from core.jobs import lifecycle as jobs
+from core.jobs.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -16,8 +18,8 @@ logger = logging.getLogger(__name__)
 def run_import(import_job_id: int, run_id: str) -> dict:
     """Import one uploaded usage file (all-or-nothing) and record the outcome on its job."""
     try:
-        # While it beats, config.recovery leaves the import alone; killed, it is re-sent.
-        with heartbeat("accounting.ImportJob", import_job_id, run_id):
+        # While it beats, core.jobs.recovery leaves the import alone; killed, it is re-sent.
+        with heartbeat(ImportJob, import_job_id, run_id):
             return services.run_import_job(import_job_id, run_id)
     except TRANSIENT:
         raise  # Celery retries these; the rolled-back run re-imports the whole file
@@ -41,37 +43,25 @@ def refresh_usage_rollups(cluster_ids: list[int] | None = None) -> dict:
 
 @shared_task(name="accounting.run_rollup_refresh", **DURABLE_TASK_OPTIONS)
 def run_rollup_refresh(refresh_id: int, run_id: str) -> dict:
-    """One queued :class:`~accounting.models.RollupRefresh` (sent by config.dispatch): rebuild
-    the rollups, precompute the dashboards' default views, record the outcome. A redelivered
-    or re-sent run of a refresh that already succeeded does nothing."""
-    from django.utils import timezone
-
-    from accounting.models import ImportStatus, RollupRefresh
+    """One queued :class:`~accounting.models.RollupRefresh` (sent by core.jobs.dispatch):
+    rebuild the rollups, precompute the dashboards' default views, record the outcome. A
+    redelivered or re-sent run of a refresh that already succeeded does nothing."""
+    from accounting.models import RollupRefresh
     from accounting.rollups import refresh_usage_rollups as refresh
     from accounting.rollups import run_refresh_hooks
 
-    job = RollupRefresh.objects.filter(pk=refresh_id, run_id=run_id).first()
-    if job is None or job.status == ImportStatus.SUCCEEDED:
+    job = jobs.current_run(RollupRefresh, refresh_id, run_id).first()
+    if job is None or not jobs.mark_running(RollupRefresh, refresh_id, run_id, error=""):
         return {"skipped": refresh_id}
-    current = RollupRefresh.objects.filter(pk=refresh_id, run_id=run_id)
-    current.update(status=ImportStatus.RUNNING, started_at=timezone.now(), error="")
     try:
-        counts = refresh(job.cluster_ids)
+        with heartbeat(RollupRefresh, refresh_id, run_id):
+            counts = refresh(job.cluster_ids)
     except TRANSIENT:
         raise  # Celery retries; the refresh is a full rebuild, so a rerun is harmless
     except Exception as exc:
         logger.exception("rollup refresh %s failed", refresh_id)
-        current.update(
-            status=ImportStatus.FAILED,
-            error=f"{type(exc).__name__}: {exc}",
-            finished_at=timezone.now(),
-        )
+        jobs.fail(RollupRefresh, refresh_id, run_id, f"{type(exc).__name__}: {exc}")
         return {"failed": str(exc)}
-    current.update(
-        status=ImportStatus.SUCCEEDED,
-        records=counts.records,
-        rows=counts.rows,
-        finished_at=timezone.now(),
-    )
+    jobs.finish(RollupRefresh, refresh_id, run_id, records=counts.records, rows=counts.rows)
     run_refresh_hooks(job.cluster_ids)
     return {"clusters": counts.clusters, "records": counts.records, "rows": counts.rows}

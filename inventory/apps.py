@@ -8,3 +8,6 @@ class InventoryConfig(AppConfig):
 
     def ready(self) -> None:
         from inventory import signals  # noqa: F401
+        from inventory.jobs import register_jobs
+
+        register_jobs()

@@ -8,8 +8,9 @@ converts only with a rate an administrator entered, and every converted figure s
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -98,3 +99,53 @@ def conversions(
                 code, target, rate.rate if direct else 1.0 / rate.rate, rate.valid_on
             )
     return found
+
+
+def converted_total(
+    rows: Sequence[Mapping[str, Any]], key: str, rates: Mapping[str, Any], target: str
+) -> dict[str, Any] | None:
+    """One figure in ``target`` from per-currency ``rows``; None unless every currency has a rate.
+
+    ``rates``: currency → :class:`Conversion` (or anything with ``rate`` and ``note``).
+    """
+    total, notes = 0.0, []
+    for row in rows:
+        value = row.get(key)
+        if value is None:
+            continue
+        if row["currency"] == target:
+            total += value
+            continue
+        conversion = rates.get(row["currency"])
+        if conversion is None:
+            return None
+        total += value * conversion.rate
+        notes.append(conversion.note)
+    return {"value": total, "currency": target, "notes": notes}
+
+
+def in_reporting_currency(
+    totals: Sequence[Mapping[str, Any]], keys: Sequence[str], target: str, on: dt.date
+) -> dict[str, Any]:
+    """Per-currency ``totals`` converted to ``target`` with the newest rates on or before ``on``.
+
+    Every figure or none: without a rate for each currency, ``figures`` is None and ``reason``
+    names the missing rates (the per-currency totals stay the answer).
+    """
+    rates = conversions([row["currency"] for row in totals], target, on)
+    missing = sorted(code for code, rate in rates.items() if rate is None)
+    notes = sorted(rate.note for rate in rates.values() if rate is not None)
+    if missing:
+        return {
+            "currency": target,
+            "figures": None,
+            "notes": notes,
+            "reason": f"no exchange rate from {', '.join(missing)} to {target} on or before "
+            f"{on:%Y-%m-%d}: figures stay per currency",
+        }
+    figures = {}
+    for key in keys:
+        converted = converted_total(totals, key, rates, target)
+        known = any(row.get(key) is not None for row in totals)
+        figures[key] = converted["value"] if converted and known else None
+    return {"currency": target, "figures": figures, "notes": notes, "reason": None}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from accounting.parsing.sniff import text_problem
+from core.uploads.sniff import text_problem
 
 # An inventory import holds at most 5000 rows of ~20 columns; blank rows and a few spare
 # columns are tolerated, a sheet declared larger than this is refused unread.

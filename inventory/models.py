@@ -11,6 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from simple_history.models import HistoricalRecords
 
+from core.jobs.models import DurableJob
 from inventory.currency import ExchangeRate, validate_currency  # noqa: F401 (a model)
 from inventory.ranges import range_errors
 
@@ -408,3 +409,17 @@ class NodeGroup(VersionedModel):
     @property
     def cards(self) -> int:
         return self.node_count * self.cards_per_node
+
+
+class PoolTotalsCheck(DurableJob):
+    """One worker round-trip: a pool's nameplate totals recomputed on a Celery worker (the
+    Fleet page's "check the worker" button reads its status and ``result`` back)."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="totals_checks")
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-queued_at"]
+
+    def __str__(self) -> str:
+        return f"totals of pool {self.pool_id} ({self.status})"

@@ -28,7 +28,8 @@ class DemoGroup:
     cards_per_node: int = 8
 
 
-# Two sites, three clusters, one heterogeneous training pool (A100 + H100), one inference pool.
+# Two sites in two currencies (Frankfurt in EUR), three clusters, one heterogeneous training
+# pool (A100 + H100), one inference pool.
 DEMO_SITES = [
     {
         "name": "Frankfurt DC1 (air)",
@@ -36,7 +37,7 @@ DEMO_SITES = [
         "cooling_type": CoolingType.AIR,
         "pue": 1.5,
         "tariff_per_kwh": 0.18,
-        "currency": "USD",
+        "currency": "EUR",
         "grid_carbon_g_per_kwh": 380.0,
     },
     {

@@ -1,7 +1,7 @@
 """Optimistic locking of inventory objects: an edit names the version it started from.
 
 Every save raises ``version`` (`inventory.models.VersionedModel`). An edit first claims the
-row at the version it was opened at (`config.concurrency.claim`), in the same transaction as
+row at the version it was opened at (`core.concurrency.claim`), in the same transaction as
 its save: a conditional UPDATE that matches no row when someone saved in between (PostgreSQL
 waits for a concurrent writer's commit, SQLite for the write lock), so a stale edit is refused
 instead of silently reverting the other one. The history (django-simple-history) says who
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import models
 
-from config.concurrency import last_change
+from core.concurrency import last_change
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from access.scoping import visible_teams
 from accounting import selectors
+from accounting.imports.rows import ImportInputError, find_cluster
 from accounting.models import (
     GresAlias,
     ImportJob,
@@ -19,9 +20,9 @@ from accounting.models import (
     UsageRecord,
 )
 from accounting.parsing import normalize_gres_type
-from accounting.services import ImportInputError, find_cluster
-from config.bounds import WithinDates, date_error
+from core.bounds import WithinDates, date_error
 from inventory.api.serializers import AcceleratorField
+from inventory.currency import ISO_4217_CODES
 from inventory.models import AcceleratorModel
 from planner.engine.cost import IDLE_RULES
 
@@ -120,6 +121,8 @@ class ClusterReferenceField(serializers.CharField):
 
     def to_internal_value(self, data):
         text = super().to_internal_value(data)
+        if "\x00" in text:  # PostgreSQL text cannot hold NUL: refuse before any query
+            raise serializers.ValidationError("Null characters are not allowed.")
         try:
             return find_cluster(text)
         except ImportInputError as exc:
@@ -358,14 +361,43 @@ class UtilizationQuerySerializer(AccountingQuerySerializer):
     team = serializers.CharField(required=False, help_text="Account / team name.")
 
 
-class CostQuerySerializer(AccountingQuerySerializer):
+class ReportingCurrencyMixin(serializers.Serializer):
+    """``currency=EUR``: also answer the money totals converted with the dated rates."""
+
+    currency = serializers.CharField(
+        required=False,
+        max_length=3,
+        help_text="Reporting currency (ISO 4217): the per-currency totals converted with the "
+        "newest exchange rate on or before the period's end, each rate named; without a rate "
+        "for every currency nothing is converted and the reason says so.",
+    )
+
+    def validate_currency(self, value: str) -> str:
+        code = value.strip().upper()
+        if code not in ISO_4217_CODES:
+            raise serializers.ValidationError(f"“{value}” is not an ISO 4217 currency code.")
+        return code
+
+
+class ConvertedTotalsSerializer(serializers.Serializer):
+    currency = serializers.CharField()
+    figures = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        allow_null=True,
+        help_text="Each money total in the reporting currency; null when a rate is missing.",
+    )
+    notes = serializers.ListField(child=serializers.CharField(), help_text="The rates used.")
+    reason = serializers.CharField(allow_null=True, help_text="Why nothing was converted.")
+
+
+class CostQuerySerializer(ReportingCurrencyMixin, AccountingQuerySerializer):
     group_choices = selectors.COST_GROUPS
     group_by = serializers.CharField(
         required=False, help_text="Comma-separated: " + ", ".join(selectors.COST_GROUPS)
     )
 
 
-class ChargebackQuerySerializer(AccountingQuerySerializer):
+class ChargebackQuerySerializer(ReportingCurrencyMixin, AccountingQuerySerializer):
     team = serializers.CharField(required=False, help_text="List only this team's charges.")
     idle_rule = serializers.ChoiceField(
         choices=IDLE_RULES,
@@ -489,6 +521,7 @@ class CostReportSerializer(ReportSerializer):
     factor_names = serializers.ListField(child=serializers.CharField())
     rows = CostRowSerializer(many=True)
     totals = CostFiguresSerializer(many=True, help_text="One per currency.")
+    converted = ConvertedTotalsSerializer(required=False, help_text="Only with ?currency=.")
     warnings = serializers.ListField(child=serializers.CharField())
 
 
@@ -516,6 +549,7 @@ class ChargebackReportSerializer(ReportSerializer):
     idle_rule = serializers.CharField()
     rows = ChargebackRowSerializer(many=True)
     totals = ChargebackTotalSerializer(many=True)
+    converted = ConvertedTotalsSerializer(required=False, help_text="Only with ?currency=.")
     warnings = serializers.ListField(child=serializers.CharField())
 
 

@@ -6,6 +6,7 @@ Views validate and delegate: imports to `accounting.services`, reports to
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -16,7 +17,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access.scoping import scope_import_jobs, scope_records, scope_report, visible_teams
+from access.scoping import scope_records, visible_teams
 from accounting import selectors, services
 from accounting.api.serializers import (
     LAYOUT_FIELDS,
@@ -45,8 +46,10 @@ from accounting.filtersets import (
     UsageRecordFilterSet,
 )
 from accounting.models import GresAlias, ImportJob, PartitionMapping, SreportUtilization
-from config.concurrency import ConditionalUpdateMixin
-from config.exporting import RowsView, TabularListMixin
+from accounting.scoping import scope_import_jobs, scope_report
+from core.concurrency import ConditionalUpdateMixin
+from core.tabular.exporting import RowsView, TabularListMixin
+from inventory.currency import in_reporting_currency
 from planner.engine.cost import CostInputError
 
 # Multipart framing around the file: boundaries, part headers and the small form fields.
@@ -169,9 +172,9 @@ def _upload_fields(request) -> dict[str, Any] | Response:
 
 def _preview(data: dict[str, Any]) -> Response:
     """The preview action's body: same fields and limits as the import, nothing stored."""
-    from accounting.imports.preview import preview_usage
     from accounting.models import ImportJob
     from accounting.parsing.layouts import LayoutError, layout_options
+    from accounting.usage_preview import preview_usage
 
     try:
         options = layout_options(data["kind"], **{name: data.get(name) for name in LAYOUT_FIELDS})
@@ -247,6 +250,7 @@ class ReportQueryMixin:
     """Validate a report's query and compute it with the selectors (400 on a bad query)."""
 
     query_serializer: type[serializers.Serializer]
+    money_keys: tuple[str, ...] = ()  # the totals ?currency= converts (none: not offered)
 
     @staticmethod
     def compute(scope: selectors.AccountingScope) -> dict:
@@ -262,7 +266,14 @@ class ReportQueryMixin:
         except CostInputError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
         # Team rows of other teams are dropped for a team-scoped user (access.scoping).
-        return scope_report(report, visible_teams(request.user))
+        report = scope_report(report, visible_teams(request.user))
+        target = query.validated_data.get("currency")
+        if target and self.money_keys:
+            last_day = (query.validated_data["end"] - dt.timedelta(microseconds=1)).date()
+            report["converted"] = in_reporting_currency(
+                report["totals"], self.money_keys, target, last_day
+            )
+        return report
 
 
 class ReportView(ReportQueryMixin, APIView):
@@ -326,6 +337,7 @@ class UtilizationReportView(ReportView):
 class CostReportView(ReportView):
     query_serializer = CostQuerySerializer
     report_serializer = CostReportSerializer
+    money_keys = ("total_cost", "compute_cost", "energy_cost", "idle_cost", "lost_cost")
     compute = staticmethod(selectors.cost_report)
 
     @extend_schema(parameters=[CostQuerySerializer], responses=CostReportSerializer)
@@ -338,6 +350,7 @@ class CostReportView(ReportView):
 class ChargebackReportView(ReportView):
     query_serializer = ChargebackQuerySerializer
     report_serializer = ChargebackReportSerializer
+    money_keys = ("total_cost", "charged_cost")  # summed over the buckets of the period
     compute = staticmethod(selectors.chargeback_report)
 
     @extend_schema(parameters=[ChargebackQuerySerializer], responses=ChargebackReportSerializer)

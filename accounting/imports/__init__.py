@@ -1,1 +1,3 @@
-"""Import steps beside :mod:`accounting.services`: sreport storage, checks and previews."""
+"""The usage import in steps: rows (lookups, chunk -> record columns), writers (bulk
+upserts), sreport storage and checks; driven by :mod:`accounting.services` (a file's preview:
+:mod:`accounting.usage_preview`)."""

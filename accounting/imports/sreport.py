@@ -12,6 +12,8 @@ from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
+from accounting.imports import rows as import_rows
+from accounting.imports import writers
 from accounting.models import ImportJob, SreportUtilization
 from accounting.parsing import (
     LineIssue,
@@ -26,7 +28,7 @@ from accounting.selectors import inventory_frame
 from planner.engine.usage import in_service_by_bucket
 
 if TYPE_CHECKING:
-    from accounting.services import ClusterContext, ImportCounts, ProgressCallback
+    from accounting.imports.rows import ClusterContext, ImportCounts, ProgressCallback
 
 # sreport rounds each figure, and a node added mid-period is not in our inventory history.
 REPORTED_TOLERANCE_SHARE = 0.05
@@ -49,8 +51,6 @@ def import_sreport(
     report: ProgressCallback | None,
 ) -> None:
     """Parse and store one sreport file inside the caller's transaction."""
-    from accounting import services
-
     stats = SreportStats()
     last_block: list[ParseProgress] = []
     options = job.parse_options or {}
@@ -62,7 +62,7 @@ def import_sreport(
         period_end=job.report_period_end,
         aliases=context.aliases,
         timezone=job.timezone,
-        max_errors=services.MAX_ISSUES,
+        max_errors=import_rows.MAX_ISSUES,
         progress=lambda block: last_block.__setitem__(slice(None), [block]),
         stats=stats,
     )
@@ -70,14 +70,14 @@ def import_sreport(
     writer = None
     for chunk in chunks:
         if stats.report == ACCOUNT_UTILIZATION:
-            writer = writer or services.usage_writer(context.cluster.pk, job.pk)
+            writer = writer or writers.usage_writer(context.cluster.pk, job.pk)
             _write_team_usage(chunk, context, job, writer)
         else:
             store.add(chunk)
         if report is not None and last_block:
             block = last_block[0]
             report(
-                services.ImportProgress(
+                import_rows.ImportProgress(
                     block.bytes_read, block.total_bytes, block.lines_read, stats.rows
                 )
             )
@@ -98,11 +98,10 @@ def import_sreport(
 
 
 def _write_team_usage(chunk: pd.DataFrame, context: ClusterContext, job: ImportJob, writer) -> None:
-    from accounting import services
-
     usage = account_usage_frame(chunk)
-    issues = services._ClusterNameCheck().issues(usage["cluster"], usage["source_line"].to_numpy())
-    rows, too_long = services.usage_rows(usage, context, job.pk)
+    lines = usage["source_line"].to_numpy()
+    issues = import_rows.ClusterNameCheck().issues(usage["cluster"], lines)
+    rows, too_long = import_rows.usage_rows(usage, context, job.pk)
     if issues or too_long:
         raise UsageValidationError(issues + too_long)
     writer.write(rows)
@@ -133,10 +132,8 @@ class _UtilizationStore:
         }
 
     def add(self, chunk: pd.DataFrame) -> None:
-        from accounting import services
-
         lines = chunk["source_line"].to_numpy()
-        issues = services._ClusterNameCheck().issues(chunk["cluster"], lines)
+        issues = import_rows.ClusterNameCheck().issues(chunk["cluster"], lines)
         changed: list[SreportUtilization] = []
         for position, row in enumerate(chunk.itertuples(index=False)):
             problem = self._problem(row)
@@ -147,11 +144,11 @@ class _UtilizationStore:
             if record is not None:
                 changed.append(record)
         if issues:
-            limit = services.MAX_ISSUES
+            limit = import_rows.MAX_ISSUES
             raise UsageValidationError(issues[:limit], truncated=len(issues) > limit)
         SreportUtilization.objects.bulk_create(
             changed,
-            batch_size=services.UPSERT_BATCH_ROWS,
+            batch_size=writers.UPSERT_BATCH_ROWS,
             update_conflicts=True,
             unique_fields=["cluster", "tres_name", "period_start", "period_end"],
             update_fields=[*SREPORT_VALUE_FIELDS, "import_job"],

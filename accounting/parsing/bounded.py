@@ -18,7 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from accounting.parsing.errors import LineIssue, UsageValidationError
-from accounting.parsing.sniff import text_problem
+from core.uploads.sniff import text_problem
 
 NEWLINE = 10
 DEFAULT_MAX_LINE_BYTES = 16 * 2**20

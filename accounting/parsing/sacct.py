@@ -43,15 +43,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from accounting.parsing.aliases import DEFAULT_GRES_ALIASES, resolve_gres_types
+from accounting.parsing.aliases import resolve_gres_types
 from accounting.parsing.blocks import (
     ParseProgress,
-    ProgressCallback,
     RecordBlock,
     UsageSource,
     iter_record_blocks,
@@ -60,7 +59,6 @@ from accounting.parsing.blocks import (
 )
 from accounting.parsing.delimiters import prepare_stream
 from accounting.parsing.errors import (
-    DEFAULT_MAX_ERRORS,
     IssueCollector,
     TooManyIssues,
 )
@@ -74,6 +72,7 @@ from accounting.parsing.fields import (
 )
 from accounting.parsing.gpuutil import step_gpu_utilization
 from accounting.parsing.gres import gpu_entry_table, tres_column_from_gres
+from accounting.parsing.options import ParseOptions
 from accounting.parsing.sacct_layout import Layout, detect_layout
 from accounting.parsing.schema import (
     MAX_JOB_NODES,
@@ -115,73 +114,66 @@ class SacctStats:
         examples.extend(str(label) for label in labels[: MAX_SKIP_EXAMPLES - len(examples)])
 
 
+@dataclass(kw_only=True)
+class SacctOptions(ParseOptions):
+    """:class:`ParseOptions` plus what only sacct text needs.
+
+    columns: column names when the file has no header (see
+        :data:`~accounting.parsing.layouts.SACCT_PRESETS`); ignored when a header line is
+        present. A header-less file without them is refused, naming a preset that fits.
+    cluster: cluster name for lines whose ``Cluster`` column is absent or empty.
+    delimiter: ``sacct --delimiter`` (any string); default: the header line's, else ``|``.
+    gpuutil_summed: ``gres/gpuutil`` sums the step's GPUs (Slurm >= 24.05.1); False for
+        older files, where it is one GPU's figure (:mod:`accounting.parsing.gpuutil`).
+    stats: filled with counts of what was read and skipped.
+    """
+
+    columns: Sequence[str] | None = None
+    cluster: str | None = None
+    chunk_lines: int = DEFAULT_CHUNK_LINES
+    delimiter: str | None = None
+    gpuutil_summed: bool = True
+    stats: SacctStats | None = None
+
+
 def iter_sacct_chunks(
-    source: UsageSource,
-    *,
-    columns: Sequence[str] | None = None,
-    cluster: str | None = None,
-    aliases: Mapping[str, str] = DEFAULT_GRES_ALIASES,
-    partition_models: Mapping[str, str] | None = None,
-    default_model: str | None = None,
-    unknown_model: Literal["keep", "error"] = "keep",
-    timezone: str = "UTC",
-    as_of: datetime | None = None,
-    chunk_lines: int = DEFAULT_CHUNK_LINES,
-    max_errors: int = DEFAULT_MAX_ERRORS,
-    delimiter: str | None = None,
-    gpuutil_summed: bool = True,
-    progress: ProgressCallback | None = None,
-    stats: SacctStats | None = None,
+    source: UsageSource, options: SacctOptions | None = None, **keywords: Any
 ) -> Iterator[pd.DataFrame]:
     """Yield validated usage chunks (see :mod:`accounting.parsing.schema`) from sacct output.
 
-    Args:
-        source: path, or binary/text file object, of ``sacct --parsable2`` output.
-        columns: column names when the file has no header (see
-            :data:`~accounting.parsing.layouts.SACCT_PRESETS`); ignored when a header line is
-            present. A header-less file without them is refused, naming a preset that fits.
-        delimiter: ``sacct --delimiter`` (any string); default: the header line's, else ``|``.
-        gpuutil_summed: ``gres/gpuutil`` sums the step's GPUs (Slurm >= 24.05.1); False for
-            older files, where it is one GPU's figure (:mod:`accounting.parsing.gpuutil`).
-        cluster: cluster name for lines whose ``Cluster`` column is absent or empty.
-        aliases: gres type -> catalog model (:data:`DEFAULT_GRES_ALIASES`).
-        partition_models / default_model: model for untyped ``gres/gpu=N``.
-        unknown_model: ``"error"`` rejects lines whose model cannot be resolved.
-        timezone: the zone sacct printed times in (it prints no offset).
-        as_of: export time, only needed for running jobs when there is no ``Elapsed`` column.
-        chunk_lines: input lines per chunk (memory is proportional to it).
-        max_errors: stop after this many problems.
-        progress: called after every block with cumulative :class:`ParseProgress`.
-        stats: filled with counts of what was read and skipped.
+    ``source``: path, or binary/text file object, of ``sacct --parsable2`` output;
+    ``options`` (or the same names as keywords): :class:`SacctOptions`.
 
     Raises:
         UsageValidationError: after the last chunk (or once ``max_errors`` problems are
             collected) if any line was bad. No chunk is yielded after the first bad line, but the
             caller must still treat the import as one transaction.
     """
-    stats = stats if stats is not None else SacctStats()
-    issues = IssueCollector(max_errors=max_errors)
+    o = SacctOptions.build(options, keywords)
+    stats = o.stats if o.stats is not None else SacctStats()
+    issues = IssueCollector(max_errors=o.max_errors)
     context = _ChunkContext(
-        cluster=cluster,
-        aliases=aliases,
-        partition_models=dict(partition_models or {}),
-        default_model=default_model,
-        unknown_model=unknown_model,
-        timezone=timezone,
-        as_of=as_of,
-        gpuutil_summed=gpuutil_summed,
+        cluster=o.cluster,
+        aliases=o.aliases,
+        partition_models=dict(o.partition_models or {}),
+        default_model=o.default_model,
+        unknown_model=o.unknown_model,
+        timezone=o.timezone,
+        as_of=o.as_of,
+        gpuutil_summed=o.gpuutil_summed,
         issues=issues,
         stats=stats,
     )
+    progress, columns = o.progress, o.columns
     records_emitted = 0
     try:
         with open_source(source) as (raw_stream, total_bytes):
-            stream, _, delimiter = prepare_stream(raw_stream, delimiter)
+            stream, _, delimiter = prepare_stream(raw_stream, o.delimiter)
             layout: Layout | None = None
             carry: pd.DataFrame | None = None
             total_read = lines_read = 0
             blocks = iter_record_blocks(
-                stream, delimiter=delimiter, quotechar=None, records_per_block=chunk_lines
+                stream, delimiter=delimiter, quotechar=None, records_per_block=o.chunk_lines
             )
             for block in blocks:
                 if layout is None:
@@ -522,6 +514,7 @@ class _ChunkContext:
                 "user": _optional_text(jobs, "user"),
                 "partition": _optional_text(jobs, "partition"),
                 "nodes": nodes,
+                "node_list": _optional_text(jobs, "nodelist"),
                 "submit": submit_values,
                 "start": start.values,
                 "end": end_filled.where(~pd.Series(running, index=jobs.index)),

@@ -54,6 +54,8 @@ def detect_layout(
         trailing = names[-1] == ""
         header_index = first
     else:
+        if _is_wrong_header(fields):
+            _refuse_wrong_header(fields, int(block.record_lines[first]), issues)
         if columns is None:
             _refuse_missing_header(fields, issues)
         header_present = False
@@ -87,6 +89,26 @@ def detect_layout(
     padded = tuple(names_in_file) + (("",) if trailing else ())
     padded_labels = tuple(labels[: len(names_in_file)]) + (("",) if trailing else ())
     return Layout(padded, padded_labels, field_count, header_present), header_index
+
+
+def _is_wrong_header(fields: list[str]) -> bool:
+    """A first line without any digit is a header, not data: every sacct record has a JobID."""
+    cells = [cell.strip() for cell in fields if cell.strip()]
+    return bool(cells) and not any(char.isdigit() for cell in cells for char in cell)
+
+
+def _refuse_wrong_header(fields: list[str], line: int, issues: IssueCollector) -> None:
+    """Name the expected and the found columns instead of reading the header as a record."""
+    found = [cell.strip()[:40] for cell in fields if cell.strip()]
+    shown = ", ".join(found[:20]) + (f", … ({len(found)} in all)" if len(found) > 20 else "")
+    issues.add(
+        line,
+        "header",
+        f"wrong header: expected sacct columns including {', '.join(REQUIRED_SACCT_COLUMNS)}, "
+        f"AllocTRES and End or Elapsed (for example {'|'.join(DEFAULT_SACCT_COLUMNS)}); "
+        f"found {shown}",
+    )
+    raise issues.error()
 
 
 def _refuse_missing_header(fields: list[str], issues: IssueCollector) -> None:

@@ -18,6 +18,7 @@ Columns (dtype):
     mig_profile        str       MIG profile such as ``3g.20gb`` (NA unless MIG)
     cards              float64   cards held; fractional for MIG slices (3g -> 3/7)
     nodes              Int64     nodes held (NA when absent)
+    node_list          str       Slurm NodeList, a hostlist like ``gpu[01-04]`` (NA when absent)
     submit             datetime64[us, UTC]  submit time (NaT when absent)
     start              datetime64[us, UTC]  start time
     end                datetime64[us, UTC]  end time; NaT while running
@@ -50,7 +51,7 @@ JOB_STATE_DTYPE = pd.CategoricalDtype(categories=list(JOB_STATES), ordered=False
 # database's integer columns. Parsers reject them by line and column.
 MAX_JOB_CARDS = 1_000_000
 MAX_JOB_NODES = 1_000_000
-# Card-hours of jobs ending in these states count as lost work (effective time, §4).
+# Card-hours of jobs ending in these states count as lost work (effective time).
 LOST_WORK_STATES: tuple[str, ...] = ("failed", "node_fail", "preempted")
 
 # Scheduler state word (upper case, first token) -> usage state. Words mapped to None never
@@ -97,6 +98,7 @@ USAGE_DTYPES: dict[str, object] = {
     "mig_profile": "str",
     "cards": "float64",
     "nodes": "Int64",
+    "node_list": "str",
     "submit": "datetime64[us, UTC]",
     "start": "datetime64[us, UTC]",
     "end": "datetime64[us, UTC]",

@@ -36,25 +36,23 @@ from __future__ import annotations
 import csv
 import os
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
 
-from accounting.parsing.aliases import DEFAULT_GRES_ALIASES, normalize_aliases, normalize_gres_type
-from accounting.parsing.archive import UnsafeArchive, check_xlsx_archive
+from accounting.parsing.aliases import normalize_aliases, normalize_gres_type
 from accounting.parsing.blocks import (
     ParseProgress,
-    ProgressCallback,
     UsageSource,
     iter_record_blocks,
     open_source,
     read_block_frame,
 )
-from accounting.parsing.errors import DEFAULT_MAX_ERRORS, IssueCollector, TooManyIssues
+from accounting.parsing.errors import IssueCollector, TooManyIssues
 from accounting.parsing.fields import (
     blank_to_na,
     drop_implausible_times,
@@ -62,12 +60,14 @@ from accounting.parsing.fields import (
     map_distinct,
     parse_numbers,
 )
+from accounting.parsing.options import ParseOptions
 from accounting.parsing.schema import (
     MAX_JOB_CARDS,
     MAX_JOB_NODES,
     SCHEDULER_STATES,
     conform_usage_frame,
 )
+from core.uploads.archive import UnsafeArchive, check_xlsx_archive
 
 REQUIRED_TABLE_COLUMNS: tuple[str, ...] = (
     "cluster",
@@ -106,47 +106,43 @@ class TableStats:
     records_with_unknown_model: int = 0
 
 
-@dataclass
-class _TableOptions:
-    aliases: Mapping[str, str]
-    partition_models: Mapping[str, str]
-    default_model: str | None
-    unknown_model: Literal["keep", "error"]
-    timezone: str
-    as_of: datetime | None
+@dataclass(kw_only=True)
+class CsvOptions(ParseOptions):
+    """:class:`ParseOptions` for CSV: its ``delimiter`` and ``stats`` (filled with counts)."""
+
+    chunk_lines: int = DEFAULT_TABLE_CHUNK_ROWS
+    delimiter: str = ","
+    stats: TableStats | None = None
+
+
+@dataclass(kw_only=True)
+class XlsxOptions(ParseOptions):
+    """:class:`ParseOptions` for XLSX: the sheet, ``stats``, and the archive's inflated-size cap."""
+
+    chunk_lines: int = DEFAULT_TABLE_CHUNK_ROWS
+    sheet_name: str | None = None
+    stats: TableStats | None = None
+    max_inflated_bytes: int = DEFAULT_MAX_XLSX_INFLATED_BYTES
 
 
 def iter_csv_chunks(
-    source: UsageSource,
-    *,
-    aliases: Mapping[str, str] = DEFAULT_GRES_ALIASES,
-    partition_models: Mapping[str, str] | None = None,
-    default_model: str | None = None,
-    unknown_model: Literal["keep", "error"] = "keep",
-    timezone: str = "UTC",
-    as_of: datetime | None = None,
-    delimiter: str = ",",
-    chunk_lines: int = DEFAULT_TABLE_CHUNK_ROWS,
-    max_errors: int = DEFAULT_MAX_ERRORS,
-    progress: ProgressCallback | None = None,
-    stats: TableStats | None = None,
+    source: UsageSource, options: CsvOptions | None = None, **keywords: Any
 ) -> Iterator[pd.DataFrame]:
     """Yield validated usage chunks from a CSV with the documented header.
 
     Raises :class:`~accounting.parsing.errors.UsageValidationError` (``line N, column X``)
     after the last chunk if any line was bad; no chunk is yielded after the first bad line.
     """
-    stats = stats if stats is not None else TableStats()
-    issues = IssueCollector(max_errors=max_errors)
-    options = _TableOptions(
-        aliases, dict(partition_models or {}), default_model, unknown_model, timezone, as_of
-    )
+    options = CsvOptions.build(options, keywords)
+    stats = options.stats if options.stats is not None else TableStats()
+    issues = IssueCollector(max_errors=options.max_errors)
+    delimiter, progress = options.delimiter, options.progress
     names: list[str] | None = None
     emitted = 0
     try:
         with open_source(source) as (stream, total_bytes):
             blocks = iter_record_blocks(
-                stream, delimiter=delimiter, quotechar='"', records_per_block=chunk_lines
+                stream, delimiter=delimiter, quotechar='"', records_per_block=options.chunk_lines
             )
             for block in blocks:
                 keep = ~block.blank
@@ -203,23 +199,12 @@ def iter_csv_chunks(
 
 def iter_xlsx_chunks(
     source: str | os.PathLike[str] | IO[bytes],
-    *,
-    sheet_name: str | None = None,
-    aliases: Mapping[str, str] = DEFAULT_GRES_ALIASES,
-    partition_models: Mapping[str, str] | None = None,
-    default_model: str | None = None,
-    unknown_model: Literal["keep", "error"] = "keep",
-    timezone: str = "UTC",
-    as_of: datetime | None = None,
-    chunk_lines: int = DEFAULT_TABLE_CHUNK_ROWS,
-    max_errors: int = DEFAULT_MAX_ERRORS,
-    progress: ProgressCallback | None = None,
-    stats: TableStats | None = None,
-    max_inflated_bytes: int = DEFAULT_MAX_XLSX_INFLATED_BYTES,
+    options: XlsxOptions | None = None,
+    **keywords: Any,
 ) -> Iterator[pd.DataFrame]:
     """Yield validated usage chunks from an XLSX sheet (openpyxl read-only, streaming).
 
-    The archive is checked first (:mod:`accounting.parsing.archive`): a file that would
+    The archive is checked first (:mod:`core.uploads.archive`): a file that would
     inflate beyond ``max_inflated_bytes`` or looks like a zip bomb is refused unopened.
 
     Progress reports sheet rows read in ``lines_read`` (``bytes_read`` stays 0: the zip is
@@ -228,13 +213,12 @@ def iter_xlsx_chunks(
     from openpyxl import load_workbook
     from openpyxl.utils.exceptions import InvalidFileException
 
-    stats = stats if stats is not None else TableStats()
-    issues = IssueCollector(max_errors=max_errors)
-    options = _TableOptions(
-        aliases, dict(partition_models or {}), default_model, unknown_model, timezone, as_of
-    )
+    options = XlsxOptions.build(options, keywords)
+    stats = options.stats if options.stats is not None else TableStats()
+    issues = IssueCollector(max_errors=options.max_errors)
+    progress, sheet_name, chunk_lines = options.progress, options.sheet_name, options.chunk_lines
     try:
-        check_xlsx_archive(source, max_uncompressed_bytes=max_inflated_bytes)
+        check_xlsx_archive(source, max_uncompressed_bytes=options.max_inflated_bytes)
     except UnsafeArchive as exc:
         issues.add(1, "*", f"refused: {exc}")
         raise issues.error() from None
@@ -374,7 +358,7 @@ def _parse_fraction(text: pd.Series) -> tuple[pd.Series, np.ndarray]:
 def _table_to_records(
     raw: pd.DataFrame,
     lines: np.ndarray,
-    options: _TableOptions,
+    options: ParseOptions,
     issues: IssueCollector,
     stats: TableStats,
 ) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import mixins, serializers, viewsets
 
 from access.roles import ADMIN
-from config.exporting import TabularListMixin
+from core.tabular.exporting import TabularListMixin
 from inventory.api.serializers import ModelCleanMixin
 from inventory.currency import ExchangeRate
 

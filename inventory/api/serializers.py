@@ -34,6 +34,8 @@ class AcceleratorField(serializers.PrimaryKeyRelatedField):
     }
 
     def to_internal_value(self, data):
+        if isinstance(data, str) and "\x00" in data:  # PostgreSQL text cannot hold NUL
+            self.fail("unknown_name", name=data.replace("\x00", "\\x00"))
         if isinstance(data, str) and not data.isdecimal():
             try:
                 return self.get_queryset().get(name=data)

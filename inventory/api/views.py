@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 
 from django.db import router, transaction
@@ -16,9 +17,12 @@ from drf_spectacular.utils import (
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from config.concurrency import ConditionalUpdateMixin
-from config.exporting import TabularListMixin
+from core.concurrency import ConditionalUpdateMixin
+from core.jobs import lifecycle
+from core.jobs.status import JobStatus
+from core.tabular.exporting import TabularListMixin
 from inventory.api.serializers import (
     AcceleratorModelSerializer,
     ClusterSerializer,
@@ -33,9 +37,8 @@ from inventory.filtersets import (
     PoolFilterSet,
     SiteFilterSet,
 )
-from inventory.models import AcceleratorModel, Cluster, Site
+from inventory.models import AcceleratorModel, Cluster, PoolTotalsCheck, Site
 from inventory.selectors import node_groups_queryset, pools_with_node_groups
-from inventory.tasks import recompute_pool_totals
 
 
 def cascade_counts(obj) -> list[tuple[int, str]]:
@@ -161,12 +164,12 @@ class PoolViewSet(
     @action(detail=True, methods=["post"], url_path="recompute-totals")
     def recompute_totals(self, request, pk=None):
         """Recompute the pool's derived totals on a Celery worker (a worker round-trip)."""
-        pool = self.get_object()
-        result = recompute_pool_totals.delay(pool.pk)
+        check = lifecycle.queue(PoolTotalsCheck(pool=self.get_object()))
+        task_id = str(check.run_id)  # the job row's run: what the status URL reads back
         return Response(
             {
-                "task_id": result.id,
-                "status_url": request.build_absolute_uri(f"/api/v1/tasks/{result.id}/"),
+                "task_id": task_id,
+                "status_url": request.build_absolute_uri(f"/api/v1/tasks/{task_id}/"),
             },
             status=status.HTTP_202_ACCEPTED,
         )
@@ -180,3 +183,47 @@ class NodeGroupViewSet(
     filterset_class = NodeGroupFilterSet
     ordering_fields = ["name", "node_count", "pool__name"]
     search_fields = ["name", "accelerator__name"]
+
+
+# A totals check's job status in Celery's words (what the Fleet page's script reads).
+CELERY_STATES = {
+    JobStatus.QUEUED: "PENDING",
+    JobStatus.RUNNING: "STARTED",
+    JobStatus.SUCCEEDED: "SUCCESS",
+    JobStatus.FAILED: "FAILURE",
+}
+
+
+class TotalsCheckStatusView(APIView):
+    """State and result of a worker round-trip (a pool totals check), read from its job row."""
+
+    @extend_schema(
+        responses=inline_serializer(
+            "TaskStatus",
+            {
+                "task_id": serializers.CharField(),
+                "status": serializers.CharField(),
+                "result": serializers.JSONField(allow_null=True),
+                "date_done": serializers.DateTimeField(allow_null=True),
+            },
+        )
+    )
+    def get(self, request, task_id: str):
+        try:
+            check = PoolTotalsCheck.objects.filter(run_id=uuid.UUID(task_id)).first()
+        except ValueError:
+            check = None
+        if check is None:
+            # No such run: queued and not saved yet, or never existed.
+            return Response(
+                {"task_id": task_id, "status": "PENDING", "result": None, "date_done": None}
+            )
+        failed = check.status == JobStatus.FAILED
+        return Response(
+            {
+                "task_id": task_id,
+                "status": CELERY_STATES[check.status],
+                "result": check.error if failed else check.result,
+                "date_done": check.finished_at,
+            }
+        )

@@ -18,6 +18,7 @@ from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
 from accounting import services
+from accounting.imports.rows import find_cluster
 from accounting.models import ImportKind, ImportStatus
 from accounting.parsing import UsageValidationError
 
@@ -77,7 +78,7 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
         try:
-            cluster = services.find_cluster(options["cluster"])
+            cluster = find_cluster(options["cluster"])
             job = services.create_import_job(
                 kind=options["kind"],
                 cluster=cluster,

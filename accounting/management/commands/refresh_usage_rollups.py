@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from accounting import services
+from accounting.imports.rows import find_cluster
 from accounting.rollups import refresh_usage_rollups, run_refresh_hooks
 from accounting.selectors import usage_records_queryset
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
-            ids = [services.find_cluster(name).pk for name in options["cluster"]] or None
+            ids = [find_cluster(name).pk for name in options["cluster"]] or None
         except services.ImportInputError as exc:
             raise CommandError(str(exc)) from exc
         records = usage_records_queryset()

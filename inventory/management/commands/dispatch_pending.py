@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.dispatch import dispatch_pending, pending_count
+from core.jobs.dispatch import dispatch_pending, pending_count
 
 
 class Command(BaseCommand):

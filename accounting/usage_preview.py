@@ -12,6 +12,8 @@ from typing import IO, Any
 
 import pandas as pd
 
+from accounting import services
+from accounting.imports.rows import ImportInputError, cluster_context, gres_aliases
 from accounting.imports.summary import skipped_lines
 from accounting.models import ImportJob, ImportKind
 from accounting.parsing import SacctStats, TableStats, UsageValidationError
@@ -23,11 +25,9 @@ MAX_PREVIEW_ROWS = 50
 
 def preview_usage(job: ImportJob, source: str | IO[bytes]) -> dict[str, Any]:
     """Preview of an unsaved import job's file (sacct, CSV or XLSX)."""
-    from accounting import services
-
     if job.kind == ImportKind.SREPORT:
-        raise services.ImportInputError({"kind": "Preview reads job files: sacct, CSV or XLSX."})
-    context = services.cluster_context(job.cluster)
+        raise ImportInputError({"kind": "Preview reads job files: sacct, CSV or XLSX."})
+    context = cluster_context(job.cluster)
     stats: SacctStats | TableStats = SacctStats() if job.kind == ImportKind.SACCT else TableStats()
     # Each chunk is folded into the running groups, so memory follows the groups, not the file.
     usage = _grouped(None)
@@ -82,7 +82,6 @@ def _cards(usage: pd.DataFrame, context) -> list[dict[str, Any]]:
             )
         )
     )
-    from accounting.services import gres_aliases
 
     catalog = gres_aliases(context.cluster)
     rows = []

@@ -1,0 +1,19 @@
+"""Accounting's job kinds (core.jobs.registry), registered from AccountingConfig.ready."""
+
+from __future__ import annotations
+
+from core.jobs.registry import JobKind, register
+
+
+def register_jobs() -> None:
+    from accounting.models import ImportJob, RollupRefresh
+
+    # An import's row is created with the upload: its creation is its first sign of life.
+    register(
+        JobKind(
+            model=ImportJob,
+            task="accounting.run_import",
+            fallback_times=("started_at", "queued_at", "created"),
+        )
+    )
+    register(JobKind(model=RollupRefresh, task="accounting.run_rollup_refresh"))

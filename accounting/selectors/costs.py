@@ -1,0 +1,314 @@
+"""Money of every pool in scope per bucket, cost reports and their sums."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accounting.selectors.frames import (
+    COST_GROUPS,
+    AccountingScope,
+    ScopeInputs,
+    add_labels,
+    assign_accounting_pools,
+    scope_inputs,
+    usage_frame,
+)
+from accounting.selectors.measured import (
+    fill_measured_mfu,
+    measured_group_mfu,
+    measured_pool_inputs,
+)
+from core.frames import json_rows
+from inventory.frames import node_group_frame, pool_frame, price_pools
+from inventory.models import AcceleratorModel
+from inventory.validity import invalid_clusters
+from planner.engine.cost import (
+    cost_per_effective_pflop_day,
+    waste_by_factor,
+)
+from planner.engine.evaluate import evaluate_pools
+from planner.engine.factors import FACTOR_NAMES
+
+
+@dataclass
+class PoolCosts:
+    """Per pool × bucket (index ``unit``): labels, measured figures, factors and money."""
+
+    units: pd.DataFrame
+    edges: pd.DatetimeIndex
+    usage: pd.DataFrame
+    warnings: list[str]
+
+
+LOST_COST_PREFIX = "lost_cost_"
+
+
+def pool_costs(
+    scope: AccountingScope, usage: pd.DataFrame | None = None, inputs: ScopeInputs | None = None
+) -> PoolCosts:
+    """Money of every pool in scope per bucket, with the engine's factors (measured inputs).
+
+    A pool's cost is over its in-service card-hours (idle cards cost as much as busy ones),
+    at the cluster's ownership or rental price plus energy at the site's tariff and PUE.
+    ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
+    """
+    edges = scope.edges()
+    inputs = inputs or scope_inputs(scope)
+    warnings: list[str] = list(inputs.notes)
+    if usage is None:
+        usage = usage_frame(
+            scope.cluster_ids,
+            scope.period_start,
+            scope.period_end,
+            accelerator_id=scope.accelerator_id,
+        )
+    inventory, usage = _costed_inventory_and_usage(inputs.inventory, usage, warnings)
+    empty = PoolCosts(pd.DataFrame(), edges, usage, warnings)
+    if inventory.empty:
+        return empty
+    measured = measured_pool_inputs(
+        usage, inventory, inputs.downtime, edges, scope.granularity, scope.tz
+    )
+    measured = measured[measured["in_service_card_hours"] > 0].reset_index(drop=True)
+    if measured.empty:
+        return empty
+    units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured)
+    return PoolCosts(_priced_units(units, groups, evaluated, warnings), edges, usage, warnings)
+
+
+def _costed_inventory_and_usage(
+    inventory: pd.DataFrame, usage: pd.DataFrame, warnings: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Leave out clusters with invalid inventory and usage without inventory, saying so."""
+    # Error boundary: a cluster with out-of-range inventory is named and left out, not fatal.
+    invalid = invalid_clusters(inventory["cluster"].unique())
+    if invalid:
+        notes = sorted({*invalid.values()})
+        warnings.extend(f"{note}; left out until corrected." for note in notes)
+        inventory = inventory[~inventory["cluster"].isin(list(invalid))]
+        usage = usage[~usage["cluster"].isin(list(invalid))].reset_index(drop=True)
+    usage = assign_accounting_pools(usage, inventory)
+    orphan = usage["pool"].isna()
+    if orphan.any():
+        warnings.append(
+            f"{usage.loc[orphan, 'card_hours'].sum():,.0f} card-hours of usage in clusters "
+            "without inventory are left out of costs."
+        )
+        usage = usage[~orphan].reset_index(drop=True)
+    return inventory, usage
+
+
+def _evaluated_units(
+    scope: AccountingScope, usage: pd.DataFrame, inventory: pd.DataFrame, measured: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One engine "pool" per pool × bucket, with the measured inputs, through the engine."""
+    # The engine's pool inputs (site, cluster and pool settings with their overrides).
+    cluster_ids = sorted(inventory["cluster"].unique().tolist())
+    pools = pool_frame([int(cluster_id) for cluster_id in cluster_ids], None, 1.0)
+    pools = pools[pools["pool_id"].isin(measured["pool"])]
+    groups = node_group_frame(pools["pool_id"].tolist())
+    if scope.accelerator_id is not None:
+        name = AcceleratorModel.objects.get(pk=scope.accelerator_id).name
+        groups = groups[groups["accelerator"] == name]
+    groups = fill_measured_mfu(groups, measured_group_mfu(usage, inventory))
+    units = measured.merge(pools, left_on="pool", right_on="pool_id", how="inner")
+    units["unit"] = np.arange(len(units))
+    units["duration_h"] = units["bucket_hours"]
+    cards_of_pool = (
+        groups.assign(cards=groups["nodes"] * groups["cards_per_node"])
+        .groupby("pool_id")["cards"]
+        .sum()
+    )
+    full_card_h = units["pool_id"].map(cards_of_pool) * units["duration_h"]
+    units["allocated_card_h"] = np.minimum(units["allocated_card_h"], full_card_h)
+    unit_groups = groups.merge(units[["unit", "pool_id"]], on="pool_id").drop(columns="pool_id")
+    engine_pools = units.drop(columns=["pool_id"]).rename(columns={"unit": "pool_id"})
+    engine_pools = engine_pools.drop(
+        columns=[c for c in ("cluster", "pool", "site") if c in engine_pools], errors="ignore"
+    )
+    evaluated = evaluate_pools(
+        unit_groups.rename(columns={"unit": "pool_id"}), engine_pools.set_index("pool_id")
+    )
+    return units, groups, evaluated
+
+
+_UNIT_COLUMNS: tuple[str, ...] = (
+    "unit",
+    "cluster_id",
+    "pool_id",
+    "site_id",
+    "currency",
+    "bucket_start",
+    "bucket_end",
+    "bucket_hours",
+    "in_service_card_hours",
+    "available_card_hours",
+    "lost_card_hours",
+    "down_card_hours",
+)
+
+
+def _priced_units(
+    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
+) -> pd.DataFrame:
+    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor."""
+    in_service = units["in_service_card_hours"]
+    allocated = units["allocated_card_hours"]
+    over = allocated > in_service * (1 + 1e-9)
+    if over.any():
+        warnings.append(
+            f"{int(over.sum())} pool-period(s) hold more allocated card-hours than the "
+            "inventory provides; cost is taken over the allocated card-hours there."
+        )
+    card_hours = np.maximum(in_service, allocated)
+    cost_input, costs = price_pools(
+        units,
+        groups,
+        card_hours=card_hours,
+        allocated_card_hours=allocated,
+        pue=units["unit"].map(evaluated["pue"]),
+        effective_utilization=units["unit"].map(evaluated["product"]),
+    )
+    of_unit = units["unit"]
+    lost_share = of_unit.map(evaluated["lost_share"])
+    shares = pd.DataFrame(
+        {
+            name: (of_unit.map(evaluated[f"lost_share_{name}"]) / lost_share).fillna(0.0)
+            for name in FACTOR_NAMES
+        }
+    )
+    waste = waste_by_factor(
+        costs.assign(card_hours=cost_input["card_hours"]),
+        shares,
+        effective_utilization=cost_input["effective_utilization"],
+    )
+    factor_columns = {name: of_unit.map(evaluated[name]) for name in FACTOR_NAMES}
+    provenance = {
+        f"{name}_provenance": of_unit.map(evaluated[f"{name}_provenance"]).astype(str)
+        for name in FACTOR_NAMES
+    }
+    return pd.concat(
+        [
+            units[list(_UNIT_COLUMNS)],
+            pd.DataFrame({"card_hours": card_hours, "allocated_card_hours": allocated}),
+            costs,
+            waste[[c for c in waste.columns if c.startswith(LOST_COST_PREFIX)] + ["lost_cost"]],
+            pd.DataFrame(factor_columns),
+            pd.DataFrame(provenance),
+        ],
+        axis=1,
+    )
+
+
+SUMMED_COST_COLUMNS: tuple[str, ...] = (
+    "card_hours",
+    "allocated_card_hours",
+    "lost_card_hours",
+    "down_card_hours",
+    "it_energy_mwh",
+    "facility_energy_mwh",
+    "compute_cost",
+    "energy_cost",
+    "energy_overhead_cost",
+    "idle_cost",
+    "total_cost",
+    "co2_tonnes",
+    "peak_pflop_days",
+    "effective_pflop_days",
+    "lost_cost",
+    *(f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES),
+)
+
+
+def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sum money and card-hours by ``keys``; ratios recomputed from the sums.
+
+    Factors are aggregated card-hour-weighted by peak FLOPs (weight = peak PFLOP-days;
+    docs/efficiency-model.md, Aggregation), each with the provenance that carries most of
+    the weight.
+    """
+    grouped = units.groupby(keys, dropna=False, sort=True)
+    summed = grouped[list(SUMMED_COST_COLUMNS)].sum()
+    weight = units["peak_pflop_days"]
+    total_weight = summed["peak_pflop_days"].where(summed["peak_pflop_days"] > 0)
+    factors: dict[str, pd.Series] = {}
+    provenance: dict[str, pd.Series] = {}
+    by = [units[k] for k in keys]
+    # One grouped sum for the five factors (a pivot table per factor costs ~5 ms each).
+    weighted = units[list(FACTOR_NAMES)].mul(weight, axis=0).groupby(by, sort=True).sum()
+    for name in FACTOR_NAMES:
+        factors[name] = weighted[name].reindex(summed.index) / total_weight
+        table = (
+            weight.groupby([*by, units[f"{name}_provenance"]], sort=True)
+            .sum()
+            .unstack(fill_value=0.0)
+        )
+        provenance[name] = table.fillna(0.0).idxmax(axis=1).reindex(summed.index)
+    summed = summed.reset_index()
+    allocated = summed["allocated_card_hours"]
+    effective = summed["effective_pflop_days"]
+    summed["cost_per_allocated_card_hour"] = summed["total_cost"] / allocated.where(allocated > 0)
+    peak = summed["peak_pflop_days"]
+    summed["cost_per_effective_pflop_day"] = cost_per_effective_pflop_day(
+        summed["total_cost"], effective, peak
+    )
+    summed["effective_utilization"] = effective / peak.where(peak > 0)
+    lost_columns = [f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES]
+    summed["lost_cost_by_factor"] = [
+        dict(zip(FACTOR_NAMES, values, strict=True))
+        for values in summed[lost_columns].itertuples(index=False, name=None)
+    ]
+    summed["factors"] = [
+        dict(zip(FACTOR_NAMES, values, strict=True))
+        for values in zip(*(factors[name].to_numpy() for name in FACTOR_NAMES), strict=True)
+    ]
+    summed["factor_provenance"] = [
+        dict(zip(FACTOR_NAMES, values, strict=True))
+        for values in zip(*(provenance[name].to_numpy() for name in FACTOR_NAMES), strict=True)
+    ]
+    return summed.drop(columns=lost_columns)
+
+
+def _cost_groups(scope: AccountingScope) -> list[str]:
+    return [name for name in dict.fromkeys(scope.group_by) if name in COST_GROUPS]
+
+
+def cost_rows_frame(scope: AccountingScope, costs: PoolCosts) -> pd.DataFrame:
+    """The rows of :func:`cost_report` as a frame, before JSON (the dashboards chart it)."""
+    if costs.units.empty:
+        return pd.DataFrame()
+    group_by = _cost_groups(scope)
+    id_columns = [f"{name}_id" for name in group_by]
+    keys = [*id_columns, "currency", "bucket_start", "bucket_end"]
+    summed = _summed_costs(costs.units, keys)
+    return add_labels(summed.rename(columns={c: c[:-3] for c in id_columns}), group_by)
+
+
+def cost_report(
+    scope: AccountingScope, usage: pd.DataFrame | None = None, costs: PoolCosts | None = None
+) -> dict[str, Any]:
+    """Money per ``scope.group_by`` × bucket and totals per currency (docs/efficiency-model.md).
+
+    ``costs``: :func:`pool_costs` of this scope already computed (shared with a chargeback).
+    """
+    costs = costs if costs is not None else pool_costs(scope, usage)
+    group_by = _cost_groups(scope)
+    rows: list[dict[str, Any]] = []
+    totals: list[dict[str, Any]] = []
+    if not costs.units.empty:
+        rows = json_rows(cost_rows_frame(scope, costs))
+        totals = json_rows(_summed_costs(costs.units, ["currency"]))
+    return {
+        "period_start": scope.period_start,
+        "period_end": scope.period_end,
+        "granularity": scope.granularity,
+        "group_by": group_by,
+        "factor_names": list(FACTOR_NAMES),
+        "rows": rows,
+        "totals": totals,
+        "warnings": costs.warnings,
+    }

@@ -1,0 +1,152 @@
+"""Measured pool inputs (utilization, effective time, MFU) that replace modeled ones."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+
+from accounting.coverage import coverage_windows, with_coverage
+from accounting.selectors.frames import (
+    assign_accounting_pools,
+    downtime_frame,
+    inventory_frame,
+    usage_frame,
+)
+from inventory.models import AcceleratorModel
+from planner.engine.coverage import clip_inventory, coverage_of
+from planner.engine.usage import bucket_edges, measured_mfu
+from planner.engine.usage import measured_utilization as engine_measured_utilization
+
+
+def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataFrame:
+    """Measured MFU per (pool, card model) from jobs with an MFU or a throughput."""
+    known = usage[usage["accelerator_model"].notna() & usage["pool"].notna()]
+    has_measure = known["mfu"].notna() | (
+        known["tokens_per_s"].notna() & known["model_params"].notna()
+    )
+    known = known[has_measure]
+    if known.empty:
+        return pd.DataFrame(columns=["pool", "accelerator_model", "mfu"])
+    peak = inventory.drop_duplicates("accelerator_model").set_index("accelerator_model")
+    peaks = dict(peak["peak_tflops"].astype(float))
+    for name, value in AcceleratorModel.objects.filter(
+        name__in=set(known["accelerator_model"]) - set(peaks)
+    ).values_list("name", "dense_bf16_tflops"):
+        peaks[name] = value
+    known = known.assign(pool=known["pool"].astype("int64"))
+    mfu = measured_mfu(known, peaks, by=("pool", "accelerator_model"))
+    valid = (mfu["measured_card_hours"] > 0) & (mfu["mfu"] > 0) & (mfu["mfu"] <= 1)
+    return mfu.loc[valid, ["pool", "accelerator_model", "mfu"]]
+
+
+def measured_pool_inputs(
+    usage: pd.DataFrame,
+    inventory: pd.DataFrame,
+    downtime: pd.DataFrame | None,
+    edges: pd.DatetimeIndex,
+    frequency: str,
+    tz: str,
+) -> pd.DataFrame:
+    """Per pool × bucket: the engine's measured pool columns from usage records.
+
+    ``utilization_measured`` = (A + D) ÷ C and ``allocated_card_h`` = A; effective time goes
+    in as job logs, ``productive_h`` = A − L over ``wall_h`` = A + D (card-hours: the engine
+    uses only their ratio); ``failure_count`` (node_fail jobs) over
+    ``failure_exposure_card_h`` = A gives the measured MTBF.
+    """
+    utilization = engine_measured_utilization(
+        usage,
+        inventory,
+        period_start=edges[0],
+        period_end=edges[-1],
+        frequency=frequency,  # type: ignore[arg-type]
+        by=["cluster", "pool"],
+        downtime=downtime if downtime is not None and len(downtime) else None,
+        tz=tz,
+    )
+    utilization = utilization[utilization["pool"].notna()].copy()
+    utilization["pool"] = utilization["pool"].astype("int64")
+    allocated = utilization["allocated_card_hours"]
+    held = allocated + utilization["down_card_hours"]
+    utilization["utilization_measured"] = utilization["utilization"].clip(0.0, 1.0)
+    utilization["allocated_card_h"] = allocated
+    utilization["productive_h"] = (allocated - utilization["lost_card_hours"]).clip(lower=0.0)
+    utilization["wall_h"] = held.where(held > 0)
+    utilization.loc[utilization["wall_h"].isna(), "productive_h"] = np.nan
+    failures = usage[usage["state"].astype(str) == "node_fail"]
+    counts = failures.groupby("pool").size() if len(failures) else pd.Series(dtype="float64")
+    if frequency == "total":
+        utilization["failure_count"] = (
+            utilization["pool"].map(counts.rename(index=int)).fillna(0.0).astype(float)
+        )
+        utilization["failure_exposure_card_h"] = allocated.where(allocated > 0)
+    return utilization
+
+
+def apply_measured_usage(
+    pools: pd.DataFrame,
+    groups: pd.DataFrame,
+    cluster_id: int,
+    period_start: dt.datetime,
+    period_end: dt.datetime,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Feed measured values into `planner.analysis` pool and node-group frames.
+
+    Only when the usage data covers enough of the period (the rule of
+    :mod:`planner.engine.coverage`), computed over the covered days: utilization (provenance
+    ``measured``), effective time from the work lost to failed, node_fail and preempted jobs
+    and to Down hours, measured MTBF from node failures, and MFU from jobs that carry one
+    (filling node groups without an entered MFU). The pools always get ``coverage_share``,
+    ``coverage_text`` and ``utilization_reason``; below the rule nothing else changes.
+    """
+    if pools.empty:
+        return pools, groups
+    inventory = inventory_frame([cluster_id])
+    if inventory.empty:
+        return pools, groups
+    windows = coverage_windows([cluster_id], period_start, period_end)
+    coverage = coverage_of(inventory, windows, period_start, period_end)
+    pools = with_coverage(pools, coverage)
+    if not coverage.uses_measured:
+        return pools, groups
+    inventory = clip_inventory(inventory, windows)
+    usage = assign_accounting_pools(usage_frame([cluster_id], period_start, period_end), inventory)
+    downtime = downtime_frame([cluster_id], period_start, period_end)
+    edges = bucket_edges(period_start, period_end, "total")
+    measured = measured_pool_inputs(usage, inventory, downtime, edges, "total", "UTC")
+    columns = [
+        "utilization_measured",
+        "allocated_card_h",
+        "productive_h",
+        "wall_h",
+        "failure_count",
+        "failure_exposure_card_h",
+    ]
+    measured = measured.set_index("pool")[columns]
+    pools = pools.copy()
+    for name in columns:
+        pools[name] = pools["pool_id"].map(measured[name]).astype("float64")
+    # The engine checks allocated_card_h <= cards × duration_h over the whole period.
+    card_h = groups.assign(cards=groups["nodes"] * groups["cards_per_node"]).groupby("pool_id")[
+        "cards"
+    ].sum() * pools.set_index("pool_id")["duration_h"].astype(float)
+    pools["allocated_card_h"] = np.minimum(
+        pools["allocated_card_h"], pools["pool_id"].map(card_h).to_numpy()
+    )
+    mfu = measured_group_mfu(usage, inventory)
+    return pools, fill_measured_mfu(groups, mfu)
+
+
+def fill_measured_mfu(groups: pd.DataFrame, mfu: pd.DataFrame) -> pd.DataFrame:
+    """Node groups without an entered MFU take the one measured from jobs (flagged as such)."""
+    if not len(mfu) or not len(groups):
+        return groups
+    measured_mfu_of = mfu.set_index(["pool", "accelerator_model"])["mfu"]
+    keys = pd.MultiIndex.from_arrays([groups["pool_id"], groups["accelerator"]])
+    measured = pd.Series(measured_mfu_of.reindex(keys).to_numpy(), index=groups.index)
+    return groups.assign(
+        mfu_from_jobs=(groups["mfu"].isna() & measured.notna()).astype("float64"),
+        mfu=groups["mfu"].fillna(measured),
+    )
