@@ -1,6 +1,6 @@
 """Bridge between the inventory (Django) and the pure engine: frames in, JSON-safe rows out.
 
-`planner.inputs` builds the engine's input frames for a cluster and prices them (the one
+`inventory.frames` builds the engine's input frames for a cluster and prices them (the one
 money path shared with Costs, reports and plans); `evaluate_cluster` runs
 the engine for one part of an analysis, `summarise` aggregates the parts to the scope.
 """
@@ -12,20 +12,20 @@ import pandas as pd
 
 from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
 from accounting.selectors import apply_measured_usage
-from config.frames import json_rows, json_value
+from core.frames import json_rows, json_value
+from inventory.frames import node_group_frame, pool_frame, price_pools
 from inventory.validity import invalid_clusters
 from planner.engine.aggregate import aggregate_factors
 from planner.engine.defaults import DEFAULTS
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
-from planner.inputs import node_group_frame, pool_frame, price_pools
 from planner.meters import flag_meters_outside_period
 from planner.models import Analysis, Scope
 from planner.money import money_by_currency, without_mixed_money
 
 HOURS_PER_YEAR = 8760.0
 
-# The order of the waterfall charts: from allocation down to energy (spec §1).
+# The order of the waterfall charts: from allocation down to energy (docs/efficiency-model.md).
 WATERFALL_ORDER = ("utilization", "effective_time", "scaling", "mfu", "energy")
 
 

@@ -8,5 +8,7 @@ class PlannerConfig(AppConfig):
 
     def ready(self) -> None:
         from planner import signals
+        from planner.jobs import register_jobs
 
         signals.connect()
+        register_jobs()

@@ -1,15 +1,17 @@
 """Stored efficiency analyses: one row per scope and period, computed by Celery workers.
 
-A run is identified by `run_id`; a task writes only while its run_id is current, so a late or
-redelivered task of a superseded run can never overwrite a newer result (idempotent writes).
+Both are durable jobs (core.jobs): a run is identified by `run_id`; a task writes only while
+its run_id is current, so a late or redelivered task of a superseded run can never overwrite a
+newer result (idempotent writes).
 """
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.db import models
+
+from core.jobs.models import DurableJob
+from core.jobs.status import JobStatus
 
 
 class Scope(models.TextChoices):
@@ -19,14 +21,11 @@ class Scope(models.TextChoices):
     FLEET = "fleet", "Fleet"
 
 
-class AnalysisStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
+# The statuses of every job (core.jobs); the old name stays for the pages that use it.
+AnalysisStatus = JobStatus
 
 
-class Analysis(models.Model):
+class Analysis(DurableJob):
     scope = models.CharField(max_length=10, choices=Scope.choices)
     object_id = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Id of the pool, cluster or site; empty for the fleet."
@@ -34,10 +33,6 @@ class Analysis(models.Model):
     scope_label = models.CharField(max_length=250, blank=True)
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
-    status = models.CharField(
-        max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.QUEUED
-    )
-    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
     stale = models.BooleanField(
         default=False, help_text="The inventory changed after the last successful run."
     )
@@ -46,22 +41,13 @@ class Analysis(models.Model):
         blank=True,
         help_text="What changed since the last run, e.g. usage imported for a cluster.",
     )
-    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
     parts_total = models.PositiveIntegerField(default=0)
     parts_done = models.PositiveIntegerField(default=0)
     input_snapshot = models.JSONField(null=True, blank=True)
     results = models.JSONField(
         null=True, blank=True, help_text="The last successful result; a failed run keeps it."
     )
-    error = models.TextField(blank=True)
-    queued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     succeeded_at = models.DateTimeField(null=True, blank=True)
-    duration_s = models.FloatField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of a worker running it (recovery)."
-    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -108,7 +94,7 @@ class AnalysisPart(models.Model):
         return f"part of analysis {self.analysis_id} for cluster {self.cluster_id}"
 
 
-class Plan(models.Model):
+class Plan(DurableJob):
     """A stored capacity plan: a training workload evaluated over many options by a worker.
 
     Same run discipline as Analysis: a task writes only while its `run_id` is current, and a
@@ -135,12 +121,6 @@ class Plan(models.Model):
     levers = models.JSONField(
         default=list, blank=True, help_text="Improvement levers with one-off costs, for payback."
     )
-    status = models.CharField(
-        max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.QUEUED
-    )
-    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
-    run_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    error = models.TextField(blank=True)
     summary = models.JSONField(
         null=True, blank=True, help_text="Headline of the last result (kept small for lists)."
     )
@@ -167,17 +147,44 @@ class Plan(models.Model):
         help_text='Inventory ids the options use: {"site": [..], "cluster": [..], "pool": [..], '
         '"accelerator": [..]} (what an edit must touch to make the plan stale).',
     )
-    queued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     succeeded_at = models.DateTimeField(null=True, blank=True)
-    duration_s = models.FloatField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created", "-pk"]
         indexes = [models.Index(fields=["owner", "status"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class InferencePlan(models.Model):
+    """A stored serving estimate (docs/inference.md): its inputs and the result they gave.
+
+    The estimate takes milliseconds, so it is computed in the request that saves the plan, not
+    by a worker; changed inputs or a recompute replace `results` at once.
+    """
+
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="inference_plans",
+        help_text="Only the owner or an administrator may change, recompute or delete it.",
+    )
+    inputs = models.JSONField(
+        help_text="The inference estimate's input (POST /api/v1/estimates/inference/)."
+    )
+    results = models.JSONField(help_text="The estimate the inputs gave when last computed.")
+    computed_at = models.DateTimeField()
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
 
     def __str__(self) -> str:
         return self.name

@@ -8,7 +8,6 @@ next to every converted figure (`inventory.currency`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -50,26 +49,3 @@ def without_mixed_money(summary: dict[str, Any], currencies: int) -> dict[str, A
     if currencies <= 1:
         return summary
     return {**summary, **dict.fromkeys(MONEY_KEYS), "currency": None}
-
-
-def converted_total(
-    rows: list[dict[str, Any]], key: str, rates: Mapping[str, Any], target: str
-) -> dict[str, Any] | None:
-    """One figure in ``target`` from per-currency ``rows``; None unless every currency has a rate.
-
-    ``rates``: currency → object with ``rate`` and ``note`` (`inventory.currency.Conversion`).
-    """
-    total, notes = 0.0, []
-    for row in rows:
-        value = row.get(key)
-        if value is None:
-            continue
-        if row["currency"] == target:
-            total += value
-            continue
-        conversion = rates.get(row["currency"])
-        if conversion is None:
-            return None
-        total += value * conversion.rate
-        notes.append(conversion.note)
-    return {"value": total, "currency": target, "notes": notes}

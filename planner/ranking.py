@@ -30,9 +30,16 @@ def ranked(plan: pd.DataFrame, column: str) -> list[int]:
     return rows.sort_values(["currency", column], kind="stable").index.tolist()
 
 
+def first_by_currency(plan: pd.DataFrame, column: str) -> dict[str, int]:
+    """Currency → the option ranked first within it (currencies sorted; none without a rank)."""
+    rows = plan[plan[column].notna()]
+    order = rows.sort_values(["currency", column], kind="stable")
+    return {str(c): int(ids[0]) for c, ids in order.groupby("currency", sort=True).groups.items()}
+
+
 def first_by(plan: pd.DataFrame, column: str) -> int | None:
-    """The option ranked first; None when the plan's options use several currencies."""
-    if plan["currency"].nunique() > 1:
-        return None
+    """The option ranked first; None when the ranked options use several currencies."""
     ranked = plan[column].dropna()
+    if plan.loc[ranked.index, "currency"].nunique() > 1:
+        return None
     return None if ranked.empty else int(ranked.sort_values(kind="stable").index[0])

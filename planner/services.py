@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.dispatch import send_or_defer
+from core.jobs import lifecycle as jobs
+from core.jobs.dispatch import send_or_defer
 from inventory.models import Cluster, Pool, Site
-from planner.models import Analysis, AnalysisStatus, Scope
+from planner.events import analysis_succeeded
+from planner.models import Analysis, AnalysisPart, Scope
 
 DEFAULT_PERIOD = dt.timedelta(days=30)
 
@@ -103,16 +104,8 @@ def start_analysis(
 def recompute(analysis: Analysis) -> Analysis:
     """Start a fresh run; a run still in flight is superseded (its writes are ignored)."""
     analysis = Analysis.objects.select_for_update().get(pk=analysis.pk)
-    analysis.run_id = uuid.uuid4()
-    analysis.status = AnalysisStatus.QUEUED
-    analysis.progress = 0
     analysis.parts_done = 0
-    analysis.error = ""
-    analysis.queued_at = timezone.now()
-    analysis.started_at = analysis.finished_at = None
-    analysis.save()
-    _queue(analysis)
-    return analysis
+    return jobs.queue(analysis)
 
 
 def _queue(analysis: Analysis) -> None:
@@ -120,59 +113,53 @@ def _queue(analysis: Analysis) -> None:
     send_or_defer(analysis)
 
 
+def analysis_clusters(analysis_id: int) -> tuple[list[int], int]:
+    """The clusters the analysis's scope covers now, and how many its current run fanned out to."""
+    analysis = Analysis.objects.get(pk=analysis_id)
+    return clusters_in_scope(analysis.scope, analysis.object_id), analysis.parts_total
+
+
 def current_run(analysis_id: int, run_id: str):
     """The analysis rows of this run only: empty once a newer run superseded it."""
-    return Analysis.objects.filter(pk=analysis_id, run_id=run_id)
+    return jobs.current_run(Analysis, analysis_id, run_id)
 
 
 def mark_running(analysis_id: int, run_id: str, parts_total: int) -> bool:
-    return bool(
-        current_run(analysis_id, run_id)
-        .filter(status__in=[AnalysisStatus.QUEUED, AnalysisStatus.RUNNING])
-        .update(
-            status=AnalysisStatus.RUNNING,
-            started_at=timezone.now(),
-            parts_total=parts_total,
-            progress=5,
-        )
-    )
+    return jobs.mark_running(Analysis, analysis_id, run_id, parts_total=parts_total)
 
 
 def record_progress(analysis_id: int, run_id: str, parts_done: int, parts_total: int) -> None:
     # Parts take 5..90%, the final aggregation the rest.
     progress = 5 + int(85 * parts_done / max(parts_total, 1))
-    # A redelivered part of a finished run must not move its bar back.
-    current_run(analysis_id, run_id).filter(status=AnalysisStatus.RUNNING).update(
-        parts_done=parts_done, progress=progress
-    )
+    jobs.progress(Analysis, analysis_id, run_id, progress, parts_done=parts_done)
+
+
+def _accept_result(analysis: Analysis) -> None:
+    # Edits made while this run was computing are not in it.
+    analysis.stale = False
+    analysis.stale_reason = ""
 
 
 def finish(analysis_id: int, run_id: str, *, results: dict, input_snapshot: dict) -> bool:
-    now = timezone.now()
     with transaction.atomic():
-        analysis = current_run(analysis_id, run_id).select_for_update().first()
-        if analysis is None:
-            return False
-        analysis.results = results
-        analysis.input_snapshot = input_snapshot
-        analysis.status = AnalysisStatus.SUCCEEDED
-        analysis.progress = 100
-        analysis.error = ""
-        analysis.finished_at = analysis.succeeded_at = now
-        analysis.duration_s = (now - (analysis.started_at or now)).total_seconds()
-        # Edits made while this run was computing are not in it.
-        analysis.stale = False
-        analysis.stale_reason = ""
-        analysis.save()
-        analysis.parts.exclude(run_id=run_id).delete()
-    return True
+        done = jobs.finish(
+            Analysis,
+            analysis_id,
+            run_id,
+            apply=_accept_result,
+            results=results,
+            input_snapshot=input_snapshot,
+        )
+        if done:
+            AnalysisPart.objects.filter(analysis_id=analysis_id).exclude(run_id=run_id).delete()
+    if done:
+        analysis_succeeded.send(sender=Analysis, analysis_id=analysis_id)
+    return done
 
 
 def fail(analysis_id: int, run_id: str, reason: str) -> None:
     """Record why a run failed; `results` keeps the last successful run's numbers."""
-    current_run(analysis_id, run_id).update(
-        status=AnalysisStatus.FAILED, error=reason[:4000], finished_at=timezone.now()
-    )
+    jobs.fail(Analysis, analysis_id, run_id, reason)
 
 
 STALE_INVENTORY = "The inventory changed after this run."

@@ -1,10 +1,11 @@
-"""Inventory edits mark the analyses and plans that used the edited objects stale."""
+"""Inventory edits and usage imports mark the analyses and plans that used them stale."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
+from accounting.signals import usage_imported
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.plans import mark_plans_stale
 from planner.services import mark_stale
@@ -52,7 +53,13 @@ def _mark_plans(sender, level: str, object_id: int | None) -> None:
         mark_plans_stale("cluster", list(cluster_ids))
 
 
+def _on_usage_imported(sender, cluster_id: int, reason: str, **kwargs) -> None:
+    # In the import's transaction: a rolled-back import leaves its analyses as they were.
+    mark_stale("cluster", [cluster_id], reason)
+
+
 def connect() -> None:
+    usage_imported.connect(_on_usage_imported, dispatch_uid="planner.stale.usage_imported")
     for model in LEVELS:
         uid = f"planner.stale.{model.__name__}"
         post_save.connect(_on_change, sender=model, dispatch_uid=uid + ".save")

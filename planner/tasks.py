@@ -8,17 +8,15 @@ and the part that completes the set queues `finalize_analysis`.
 from __future__ import annotations
 
 import logging
-import time
 
 from celery import group, shared_task
-from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from config.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
+from core.faults import injected_pause
+from core.jobs.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
 from planner import analysis as engine_bridge
 from planner import services
-from planner.models import AnalysisPart
+from planner.models import Analysis, AnalysisPart, Plan
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +38,6 @@ def run_analysis(analysis_id: int, run_id: str) -> dict:
         cluster_ids = services.clusters_in_scope(analysis.scope, analysis.object_id)
         if not services.mark_running(analysis_id, run_id, len(cluster_ids)):
             return {"skipped": "already finished"}
-        services.current_run(analysis_id, run_id).update(heartbeat_at=timezone.now())
         if not cluster_ids:
             finalize_analysis.delay(analysis_id, run_id)
             return {"parts": 0}
@@ -58,11 +55,10 @@ def analysis_part(analysis_id: int, run_id: str, cluster_id: int) -> dict:
     if analysis is None:
         return {"skipped": "superseded or deleted"}
     try:
-        # While it beats, config.recovery leaves the run alone; killed, its part is re-sent.
-        with heartbeat("planner.Analysis", analysis_id, run_id):
+        # While it beats, core.jobs.recovery leaves the run alone; killed, its part is re-sent.
+        with heartbeat(Analysis, analysis_id, run_id):
             pool_rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster_id)
-            if settings.ANALYSIS_PART_DELAY_S:
-                time.sleep(settings.ANALYSIS_PART_DELAY_S)
+            injected_pause("ANALYSIS_PART_DELAY_S")
         with transaction.atomic():
             AnalysisPart.objects.update_or_create(
                 analysis_id=analysis_id,
@@ -93,7 +89,7 @@ def finalize_analysis(analysis_id: int, run_id: str) -> dict:
         return {"skipped": "superseded or already finished"}
     try:
         parts = list(AnalysisPart.objects.filter(analysis_id=analysis_id, run_id=run_id))
-        with heartbeat("planner.Analysis", analysis_id, run_id):
+        with heartbeat(Analysis, analysis_id, run_id):
             results, snapshot = engine_bridge.summarise(analysis, parts)
         services.finish(analysis_id, run_id, results=results, input_snapshot=snapshot)
         return {"analysis_id": analysis_id, "status": "succeeded"}
@@ -113,9 +109,11 @@ def compute_plan(plan_id: int, run_id: str) -> dict:
     if not plans.mark_running(plan_id, run_id):
         return {"skipped": "already finished"}
     try:
-        results, summary, snapshot = plans.compute(
-            plan, on_progress=lambda percent: plans.record_progress(plan_id, run_id, percent)
-        )
+        # While it beats, core.jobs.recovery leaves the plan alone; killed, it is re-sent.
+        with heartbeat(Plan, plan_id, run_id):
+            results, summary, snapshot = plans.compute(
+                plan, on_progress=lambda percent: plans.record_progress(plan_id, run_id, percent)
+            )
         plans.finish(plan_id, run_id, results=results, summary=summary, snapshot=snapshot)
         return {"plan_id": plan_id, "options": summary["options"]}
     except Exception as exc:

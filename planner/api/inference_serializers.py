@@ -1,98 +1,10 @@
-"""The inference estimate's input and output (POST /api/v1/estimates/inference/).
-
-Every number is bounded by the one limits table (planner.engine.limits); an out-of-range or
-missing value is a 400 naming the field. docs/inference.md describes each field.
-"""
+"""The inference estimate's output and stored inference plans in the API
+(POST /api/v1/estimates/inference/, /api/v1/inference-plans/). The input is
+planner.inference_inputs (shared with the page and the plans)."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
-
-from config.bounds import bounded_float, bounded_int
-from inventory.api.serializers import AcceleratorField
-from inventory.models import AcceleratorModel
-from planner.engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
-
-MAX_ACCELERATORS = 50  # card models compared in one estimate
-SHAPE_FIELDS = ("layers", "hidden", "kv_heads", "head_dim")
-TARGET_FIELDS = ("requests_per_s", "tokens_per_s", "cards")
-SETTING_FIELDS = (
-    "bandwidth_efficiency",
-    "compute_efficiency",
-    "usable_memory_share",
-    "power_share_of_tdp",
-    "pue",
-    "amortization_years",
-)
-
-
-class AcceleratorsField(serializers.ListField):
-    """One card model (name or id) or a list of them to compare; absent: the whole catalog."""
-
-    def __init__(self, **kwargs):
-        child = AcceleratorField(queryset=AcceleratorModel.objects.all())
-        super().__init__(child=child, max_length=MAX_ACCELERATORS, min_length=1, **kwargs)
-
-    def to_internal_value(self, data):
-        if isinstance(data, (str, int)):
-            data = [data]
-        return super().to_internal_value(data)
-
-
-def _float(name: str, **kwargs) -> serializers.FloatField:
-    return bounded_float(name, required=False, allow_null=True, **kwargs)
-
-
-def _int(name: str, **kwargs) -> serializers.IntegerField:
-    return bounded_int(name, required=False, allow_null=True, **kwargs)
-
-
-class InferenceEstimateInputSerializer(serializers.Serializer):
-    model_params = _float("model_params", help_text="Parameters N.")
-    layers = _int("layers")
-    hidden = _int("hidden_size", help_text="Model width (d_model).")
-    attention_heads = _int("attention_heads", help_text="Query heads.")
-    kv_heads = _int("attention_heads", help_text="KV heads (GQA).")
-    head_dim = _int("head_dim")
-    weight_precision = serializers.ChoiceField(choices=list(WEIGHT_PRECISIONS), default="bf16")
-    kv_precision = serializers.ChoiceField(choices=list(KV_PRECISIONS), default="bf16")
-    accelerator = AcceleratorsField(required=False)
-    input_tokens = bounded_int("seq_len", help_text="Prompt tokens per request.")
-    output_tokens = bounded_int("seq_len", help_text="Generated tokens per request.")
-    context_tokens = _int("seq_len", help_text="KV reserved per sequence.")
-    requests_per_s = _float("requests_per_s")
-    tokens_per_s = _float("serving_tokens_per_s", help_text="Output tokens/s.")
-    cards = _int("cards", help_text="Instead of a target: cards to fill.")
-    tp = _int("tp_degree", help_text="Fix the tensor-parallel degree.")
-    batch = _int("micro_batch", help_text="Cap concurrent sequences/replica.")
-    ttft_ms = _float("latency_ms", help_text="Bound on time to first token.")
-    tpot_ms = _float("latency_ms", help_text="Bound on time per output token.")
-    tariff_per_kwh = _float("tariff_per_kwh")
-    price_per_card_hour = _float("price_per_card_hour")
-    bandwidth_efficiency = _float("share")
-    compute_efficiency = _float("share")
-    usable_memory_share = _float("share")
-    power_share_of_tdp = _float("share")
-    pue = _float("pue")
-    amortization_years = _float("amortization_years")
-
-    def validate(self, attrs):
-        shape = [attrs.get(key) for key in SHAPE_FIELDS]
-        if any(value is not None for value in shape) and not all(shape):
-            missing = [key for key, value in zip(SHAPE_FIELDS, shape, strict=True) if not value]
-            raise serializers.ValidationError(
-                {missing[0]: "Give all of " + ", ".join(SHAPE_FIELDS)}
-            )
-        if attrs.get("model_params") is None and not all(shape):
-            raise serializers.ValidationError(
-                {"model_params": "Give model_params, or layers, hidden, kv_heads and head_dim."}
-            )
-        given = [key for key in TARGET_FIELDS if attrs.get(key) is not None]
-        if len(given) != 1:
-            raise serializers.ValidationError(
-                {"requests_per_s": "Give exactly one of requests_per_s, tokens_per_s or cards."}
-            )
-        return attrs
 
 
 class InferenceOptionSerializer(serializers.Serializer):
@@ -108,6 +20,11 @@ class InferenceOptionSerializer(serializers.Serializer):
     weight_gb_per_card = serializers.FloatField()
     ttft_ms = serializers.FloatField(allow_null=True)
     tpot_ms = serializers.FloatField(allow_null=True)
+    ttft_p95_ms = serializers.FloatField(
+        allow_null=True, help_text="Null when the queue does not settle (full load)."
+    )
+    tpot_p95_ms = serializers.FloatField(allow_null=True)
+    utilization = serializers.FloatField(allow_null=True, help_text="Served / capacity.")
     decode_step_ms = serializers.FloatField(allow_null=True)
     decode_bound = serializers.CharField()
     tokens_per_s = serializers.FloatField()
@@ -131,3 +48,39 @@ class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
     shape = serializers.DictField(child=serializers.IntegerField())
     settings = serializers.DictField(child=serializers.FloatField())
     provenance = serializers.DictField(child=serializers.CharField())
+
+
+class InferencePlanInputSerializer(serializers.Serializer):
+    """A stored inference plan: a name and the estimate's input (checked as the estimate's)."""
+
+    name = serializers.CharField(max_length=200)
+    inputs = serializers.DictField(
+        help_text="The body of POST /api/v1/estimates/inference/ (docs/inference.md)."
+    )
+
+
+class InferencePlanSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.CharField()
+    owner = serializers.CharField(source="owner.username", default=None)
+    inputs = serializers.DictField()
+    results = InferenceEstimateOutputSerializer()
+    computed_at = serializers.DateTimeField()
+    created = serializers.DateTimeField()
+    updated = serializers.DateTimeField()
+
+
+class InferencePlanListSerializer(serializers.Serializer):
+    """One row per plan for lists and exports: the recommended option's headline."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField(source="owner.username", default=None)
+    accelerator = serializers.CharField(source="results.accelerator")
+    feasible = serializers.BooleanField(source="results.feasible")
+    cards = serializers.IntegerField(source="results.cards")
+    tpot_ms = serializers.FloatField(source="results.tpot_ms", allow_null=True)
+    cost_per_million_tokens = serializers.FloatField(
+        source="results.cost_per_million_tokens", allow_null=True
+    )
+    computed_at = serializers.DateTimeField()

@@ -1,4 +1,4 @@
-"""Capacity planner API: plan inputs and outputs, and the training estimate's input and output.
+"""Capacity planner API: plan inputs and outputs (the training estimate: training_serializers).
 
 Serializers check the shape and ranges of each field (400 naming it); checks against the
 inventory and the engine (unknown site, a column the engine refuses) are in planner.plans.
@@ -9,9 +9,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.bounds import bounded_float, bounded_int
-from inventory.api.serializers import AcceleratorField
-from inventory.models import AcceleratorModel, CoolingType
+from core.bounds import bounded_float, bounded_int
+from inventory.models import CoolingType
 from planner.engine.capacity import K_ERROR
 from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from planner.engine.limits import limit, range_error
@@ -29,11 +28,11 @@ def share_float(**kwargs) -> serializers.FloatField:
     return bounded_float("share", **kwargs)
 
 
-def _number_schema(name: str) -> dict:
+def number_schema(name: str) -> dict:
     return {"type": "number", "minimum": limit(name).low, "maximum": limit(name).high}
 
 
-def _either_or(attrs: dict, first: str, second: str) -> None:
+def either_or(attrs: dict, first: str, second: str) -> None:
     if attrs.get(first) is not None and attrs.get(second) is not None:
         raise serializers.ValidationError({first: f"Give {first} or {second}, not both."})
 
@@ -136,9 +135,9 @@ class ExplicitSiteSerializer(serializers.Serializer):
                 "properties": {
                     "name": {"type": "string"},
                     "cooling_type": {"type": "string", "enum": list(COOLING_TYPES)},
-                    "pue": _number_schema("pue"),
-                    "tariff_per_kwh": _number_schema("tariff_per_kwh"),
-                    "grid_carbon_g_per_kwh": _number_schema("grid_carbon_g_per_kwh"),
+                    "pue": number_schema("pue"),
+                    "tariff_per_kwh": number_schema("tariff_per_kwh"),
+                    "grid_carbon_g_per_kwh": number_schema("grid_carbon_g_per_kwh"),
                     "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
                 },
             },
@@ -223,7 +222,7 @@ class OptionsSpecSerializer(serializers.Serializer):
         for key in ("accelerators", "cards", "deadline_days", "sites", "pools"):
             if key in attrs:
                 attrs[key] = _unique(attrs[key])
-        _either_or(attrs, "cards", "deadline_days")
+        either_or(attrs, "cards", "deadline_days")
         if attrs.get("accelerators") and not (attrs.get("cards") or attrs.get("deadline_days")):
             raise serializers.ValidationError(
                 {"cards": "Give card counts (cards) or deadlines (deadline_days)."}
@@ -268,7 +267,7 @@ class OverridesSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs):
-        _either_or(attrs, "mfu", "achieved_tflops_per_card")
+        either_or(attrs, "mfu", "achieved_tflops_per_card")
         return {key: value for key, value in attrs.items() if value is not None}
 
 
@@ -392,122 +391,4 @@ class PlanSerializer(PlanListSerializer):
 # --------------------------------------------------------------------------------------------
 
 
-class TrainingEstimateInputSerializer(serializers.Serializer):
-    """One option: a model on a card model from the catalog (docs/capacity-planning.md §10)."""
-
-    model_params = bounded_float("model_params", help_text="Parameters N.")
-    tokens = bounded_float("tokens", required=False, allow_null=True)
-    total_flops = bounded_float("total_flops", required=False, allow_null=True)
-    flops_per_param_token = serializers.ChoiceField(
-        choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
-    )
-    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
-    accelerator = AcceleratorField(
-        queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
-    )
-    cards = bounded_int("cards", required=False, allow_null=True)
-    deadline_days = bounded_float("deadline_days", required=False, allow_null=True)
-    mfu = share_float(required=False, allow_null=True)
-    achieved_tflops_per_card = bounded_float(
-        "achieved_tflops_per_card", required=False, allow_null=True
-    )
-    scaling = share_float(required=False, allow_null=True, help_text="Default 1.")
-    effective_time = share_float(required=False, allow_null=True, help_text="Default 1.")
-    utilization = share_float(required=False, allow_null=True, help_text="Default 1.")
-    pue = bounded_float("pue", required=False, allow_null=True)
-    cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
-    tariff_per_kwh = bounded_float("tariff_per_kwh", required=False, allow_null=True)
-    grid_carbon_g_per_kwh = bounded_float("grid_carbon_g_per_kwh", required=False, allow_null=True)
-    price_per_card_hour = bounded_float(
-        "price_per_card_hour",
-        required=False,
-        allow_null=True,
-        help_text="Default: the catalog's rental price.",
-    )
-    capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
-    amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
-    zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
-    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
-    seq_len = bounded_int("seq_len", required=False)
-    global_batch_sequences = bounded_int("global_batch_sequences", required=False)
-
-    def validate(self, attrs):
-        if attrs.get("tokens") is None and attrs.get("total_flops") is None:
-            raise serializers.ValidationError({"tokens": "Give tokens or total_flops."})
-        if attrs.get("cards") is None and attrs.get("deadline_days") is None:
-            raise serializers.ValidationError({"cards": "Give cards or deadline_days."})
-        _either_or(attrs, "cards", "deadline_days")
-        _either_or(attrs, "mfu", "achieved_tflops_per_card")
-        _either_or(attrs, "price_per_card_hour", "capital_cost_per_card")
-        if attrs.get("capital_cost_per_card") is not None and not attrs.get("amortization_years"):
-            raise serializers.ValidationError(
-                {"amortization_years": "Required with capital_cost_per_card."}
-            )
-        cards, dp = attrs.get("cards"), attrs.get("dp_degree")
-        if cards and dp and cards % dp:
-            raise serializers.ValidationError({"dp_degree": f"Must divide cards ({cards})."})
-        return attrs
-
-
-class ParallelismOutputSerializer(serializers.Serializer):
-    tp = serializers.IntegerField(allow_null=True)
-    pp = serializers.IntegerField(allow_null=True)
-    dp = serializers.IntegerField(allow_null=True)
-
-
-class MemoryOutputSerializer(serializers.Serializer):
-    state_bytes = serializers.FloatField(allow_null=True)
-    per_card_bytes = serializers.FloatField(allow_null=True)
-    state_per_card_bytes = serializers.FloatField(allow_null=True)
-    activation_per_card_bytes = serializers.FloatField(allow_null=True)
-    usable_per_card_bytes = serializers.FloatField(allow_null=True)
-    min_cards = serializers.IntegerField(allow_null=True)
-
-
-class EnergyOutputSerializer(serializers.Serializer):
-    it = serializers.FloatField(allow_null=True, help_text="MWh")
-    facility = serializers.FloatField(allow_null=True, help_text="MWh")
-
-
-class CostOutputSerializer(serializers.Serializer):
-    basis = serializers.CharField(allow_null=True)
-    price_source = serializers.CharField(allow_null=True, help_text="entered, catalog or null")
-    currency = serializers.CharField()
-    compute = serializers.FloatField(allow_null=True)
-    energy = serializers.FloatField(allow_null=True)
-    energy_overhead = serializers.FloatField(allow_null=True)
-    idle = serializers.FloatField(allow_null=True)
-    total = serializers.FloatField(allow_null=True)
-    per_effective_pflop_day = serializers.FloatField(allow_null=True)
-
-
-class FactorsOutputSerializer(serializers.Serializer):
-    energy = serializers.FloatField(allow_null=True)
-    mfu = serializers.FloatField(allow_null=True)
-    scaling = serializers.FloatField(allow_null=True)
-    effective_time = serializers.FloatField(allow_null=True)
-    utilization = serializers.FloatField(allow_null=True)
-    pue = serializers.FloatField(allow_null=True)
-    effective_utilization = serializers.FloatField(allow_null=True)
-    provenance = serializers.DictField(child=serializers.CharField())
-
-
-class AcceleratorRefSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-
-
-class TrainingEstimateOutputSerializer(serializers.Serializer):
-    feasible = serializers.BooleanField()
-    reason = serializers.CharField(allow_blank=True, help_text="Why not feasible; empty if it is.")
-    accelerator = AcceleratorRefSerializer()
-    total_flops = serializers.FloatField()
-    days = serializers.FloatField(allow_null=True)
-    cards = serializers.IntegerField(allow_null=True)
-    card_hours = serializers.FloatField(allow_null=True)
-    parallelism = ParallelismOutputSerializer()
-    memory = MemoryOutputSerializer()
-    energy_mwh = EnergyOutputSerializer()
-    co2_tonnes = serializers.FloatField(allow_null=True)
-    cost = CostOutputSerializer()
-    factors = FactorsOutputSerializer()
+# OpenAPI 3.0: an exclusive bound is "exclusiveMinimum: true" beside "minimum".

@@ -16,8 +16,8 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 
 from access.permissions import RolePermission
-from config.concurrency import ConditionalUpdateMixin
-from config.exporting import TabularListMixin
+from core.concurrency import ConditionalUpdateMixin
+from core.tabular.exporting import TabularListMixin
 from planner import plans
 from planner.api.plan_serializers import (
     PlanCloneSerializer,
@@ -25,6 +25,8 @@ from planner.api.plan_serializers import (
     PlanInputSerializer,
     PlanListSerializer,
     PlanSerializer,
+)
+from planner.api.training_serializers import (
     TrainingEstimateInputSerializer,
     TrainingEstimateOutputSerializer,
 )
@@ -176,7 +178,7 @@ class TrainingEstimateView(CalculatorView):
         request=TrainingEstimateInputSerializer, responses=TrainingEstimateOutputSerializer
     )
     def post(self, request):
-        """Days (or cards for a deadline), memory, energy and cost of one training run (§6).
+        """Days (or cards for a deadline), memory, energy and cost of one training run.
 
         An option that does not fit in memory (or misses its deadline) answers 200 with
         feasible=false and the reason; malformed input answers 400 naming the field.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.bounds import WithinDates, bounded_float, bounded_int
+from core.bounds import WithinDates, bounded_float, bounded_int
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
 from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES

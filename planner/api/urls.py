@@ -26,10 +26,13 @@ urlpatterns = [
 # DefaultRouter above keeps the only API root view.
 from rest_framework.routers import SimpleRouter  # noqa: E402
 
-from planner.api import inference_views, plan_views  # noqa: E402
+from planner.api import inference_plan_views, inference_views, plan_views  # noqa: E402
 
 plan_router = SimpleRouter()
 plan_router.register("plans", plan_views.PlanViewSet, basename="plan")
+plan_router.register(
+    "inference-plans", inference_plan_views.InferencePlanViewSet, basename="inference-plan"
+)
 
 urlpatterns += [
     *plan_router.urls,

@@ -9,7 +9,7 @@ from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.exporting import RowsView, TabularListMixin
+from core.tabular.exporting import RowsView, TabularListMixin
 from planner import analysis_rows, estimates, services
 from planner.api.serializers import (
     AnalysisCreateSerializer,
@@ -140,19 +140,19 @@ EffectiveTimeEstimateView = calculator_view(
     EffectiveTimeInputSerializer,
     EffectiveTimeOutputSerializer,
     estimates.estimate_effective_time,
-    "Effective training time of a job from its size, MTBF and checkpoint costs (spec §4).",
+    "Effective training time of a job from its size, MTBF and checkpoint costs.",
 )
 PoolEstimateView = calculator_view(
     "PoolEstimateView",
     PoolEstimateInputSerializer,
     PoolEstimateOutputSerializer,
     estimates.estimate_pool,
-    "Throughput of a (mixed) pool under the four strategies, and the best one (spec §2).",
+    "Throughput of a (mixed) pool under the four strategies, and the best one.",
 )
 UtilizationEstimateView = calculator_view(
     "UtilizationEstimateView",
     UtilizationInputSerializer,
     UtilizationOutputSerializer,
     estimates.estimate_utilization,
-    "The five-factor product and each factor's share of the loss (spec §1).",
+    "The five-factor product and each factor's share of the loss.",
 )

@@ -1,4 +1,6 @@
-"""Waste attribution and aggregation across scopes (pool → cluster → site → fleet), spec §1.
+"""Waste attribution and aggregation across scopes (pool → cluster → site → fleet).
+
+Formulas: docs/efficiency-model.md, "Waste attribution" and "Aggregation".
 
 Attribution: the lost share ``1 − Π f`` is split over the factors in proportion to
 ``−ln f`` (order-independent; the shares add up to the lost share exactly) and expressed

@@ -1,4 +1,6 @@
-"""Cost, energy and CO₂ of a pool over a period, and chargeback to teams (spec §7), vectorised.
+"""Cost, energy and CO₂ of a pool over a period, and chargeback to teams, vectorised.
+
+Formulas: docs/efficiency-model.md, "The money path and currencies".
 
 One row per pool (or pool × bucket). Input columns (float64 unless said; the names match the
 capacity planner's columns so either can feed the other):

@@ -70,7 +70,8 @@ def _d(
 
 
 _PUE_SOURCE = (
-    "Published ranges (spec §5): global surveyed average ~1.58 (2023) / 1.56 (2024), "
+    "Published ranges (Uptime 2024, Google 2024, vendors): global surveyed average ~1.58 "
+    "(2023) / 1.56 (2024), "
     "hyperscale fleets ~1.10, air 1.2-1.5, direct liquid 1.05-1.2, immersion 1.02-1.05."
 )
 
@@ -91,8 +92,8 @@ _TABLE: tuple[Default, ...] = (
         "fabric type",
         -math.inf,
         math.inf,
-        "RoCE is the most common scale-out fabric in the clusters the seeds describe "
-        "(seed 002, seed 004); InfiniBand must be declared to get its better efficiency.",
+        "RoCE is the most common scale-out fabric in the clusters the published sources describe "
+        "(Baidu 2023, Inspur 2023); InfiniBand must be declared to get its better efficiency.",
         FABRICS,
     ),
     _d(
@@ -137,7 +138,7 @@ _TABLE: tuple[Default, ...] = (
         "ratio",
         1.0,
         3.0,
-        _PUE_SOURCE + " Middle of 1.05-1.2; seed 000 reports <1.1 for one liquid-cooled fleet.",
+        _PUE_SOURCE + " Middle of 1.05-1.2; Baidu 2024 reports <1.1 for one liquid-cooled fleet.",
     ),
     _d("pue_immersion", 1.04, "ratio", 1.0, 3.0, _PUE_SOURCE + " Middle of 1.02-1.05."),
     # --- MFU -----------------------------------------------------------------------------
@@ -199,7 +200,7 @@ _TABLE: tuple[Default, ...] = (
         "multiplier",
         0.5,
         1.5,
-        "Seed 000: liquid cooling gives about +10% machine performance over air "
+        "Baidu 2024: liquid cooling gives about +10% machine performance over air "
         "(chips hold boost clocks instead of throttling).",
     ),
     _d(
@@ -208,7 +209,7 @@ _TABLE: tuple[Default, ...] = (
         "multiplier",
         0.5,
         1.5,
-        "Same reasoning as direct liquid (seed 000 +10%).",
+        "Same reasoning as direct liquid (Baidu 2024: +10%).",
     ),
     _d(
         "workload_mfu_pretraining",
@@ -232,7 +233,8 @@ _TABLE: tuple[Default, ...] = (
         "multiplier",
         1e-3,
         1.0,
-        "Decoding is memory-bandwidth bound (seed 001), so FLOP utilization is low. Judgement.",
+        "Decoding is memory-bandwidth bound (Alibaba Cloud 2024), so FLOP utilization is low. "
+        "Judgement.",
     ),
     _d(
         "flops_per_param_token",
@@ -257,7 +259,7 @@ _TABLE: tuple[Default, ...] = (
         "cards",
         1.0,
         1024.0,
-        "Megatron practice: tensor parallel inside one 8-card node (seed 002). Capped at the "
+        "Megatron practice: tensor parallel inside one 8-card node (Baidu 2023). Capped at the "
         "node size and at the job size when defaulted.",
     ),
     _d(
@@ -320,7 +322,7 @@ _TABLE: tuple[Default, ...] = (
         1e-3,
         1.0,
         "Achieved bus bandwidth vs line rate; adaptive routing and in-network reduction "
-        "(seed 002).",
+        "(Baidu 2023).",
     ),
     _d(
         "fabric_efficiency_roce",
@@ -328,7 +330,7 @@ _TABLE: tuple[Default, ...] = (
         "share",
         1e-3,
         1.0,
-        "ECMP hash collisions create hot spots even without oversubscription (seed 002).",
+        "ECMP hash collisions create hot spots even without oversubscription (Baidu 2023).",
     ),
     _d(
         "fabric_efficiency_ethernet",
@@ -339,6 +341,89 @@ _TABLE: tuple[Default, ...] = (
         "Plain (lossy, TCP) Ethernet without RDMA: high CPU and retransmission overhead. "
         "Judgement.",
     ),
+    # --- split search (planner.engine.steptime; docs/capacity-planning.md "Split search") -----
+    _d(
+        "memory_bound_kernel_width",
+        450.0,
+        "hidden units",
+        0.0,
+        1e5,
+        "LayerNorm, activation, dropout and residual kernels cost ~s·b·h per layer against the "
+        "matmuls' ~s·b·h²: their share is this width over the hidden size. Fitted once to the "
+        "small models of Megatron-LM's weak-scaling table (Narayanan et al. 2021, Table 1).",
+    ),
+    _d(
+        "attention_kernel_efficiency",
+        0.60,
+        "share",
+        0.05,
+        1.0,
+        "Rate of the attention core relative to the matmuls: FlashAttention-2 reaches ~35% of "
+        "H100 peak forward + backward (Dao 2023) where large matmuls reach ~55-60% end to end.",
+    ),
+    _d(
+        "nvlink_efficiency",
+        0.80,
+        "share",
+        1e-3,
+        1.0,
+        "NCCL all-reduce bus bandwidth inside an 8-GPU NVLink node is ~80% of the per-direction "
+        "link rate (nccl-tests on A100/H100 servers).",
+    ),
+    _d(
+        "tp_overlap_share",
+        0.0,
+        "share",
+        0.0,
+        1.0,
+        "Tensor-parallel collectives exposed, as in Megatron-LM 2021; stacks that overlap them "
+        "with the matmuls (MegaScale, Transformer Engine userbuffers) hide most: enter ~0.8.",
+    ),
+    _d(
+        "fabric_oversubscription",
+        1.0,
+        "ratio",
+        1.0,
+        16.0,
+        "Rail-optimised non-blocking fat tree (Llama 3, MegaScale clusters); an oversubscribed "
+        "tree divides the per-card fabric rate by its uplink ratio (e.g. 2 or 3).",
+    ),
+    _d(
+        "fabric_latency_us_infiniband",
+        5.0,
+        "µs",
+        0.0,
+        1e4,
+        "Per ring hop of an NCCL collective over InfiniBand (a few µs of wire and switch time "
+        "plus the library's step overhead). Judgement.",
+    ),
+    _d(
+        "fabric_latency_us_roce",
+        8.0,
+        "µs",
+        0.0,
+        1e4,
+        "RoCE adds Ethernet switch latency and congestion control to the InfiniBand figure. "
+        "Judgement.",
+    ),
+    _d(
+        "fabric_latency_us_ethernet",
+        30.0,
+        "µs",
+        0.0,
+        1e4,
+        "TCP sockets through the kernel. Judgement.",
+    ),
+    _d(
+        "batch_growth_microbatches_per_stage",
+        1.0,
+        "micro-batches",
+        1.0,
+        64.0,
+        "With batch growth on, the global batch grows until each replica runs this many "
+        "micro-batches per pipeline stage (m = p, as Llama 3's 16,384-GPU runs did: Dubey et "
+        "al. 2024, Table 4), up to the entered token cap.",
+    ),
     # --- heterogeneous pools --------------------------------------------------------------
     _d(
         "mixing_penalty_same_vendor",
@@ -347,7 +432,7 @@ _TABLE: tuple[Default, ...] = (
         1e-3,
         1.0,
         "Unlike generations in one job: different NICs, NVLink and topology slow the collectives "
-        "and add stragglers (seed 003's bucket effect). Judgement, user-overridable.",
+        "and add stragglers (the bucket effect, Zheng 2024). Judgement, user-overridable.",
     ),
     _d(
         "mixing_penalty_cross_vendor",
@@ -356,7 +441,7 @@ _TABLE: tuple[Default, ...] = (
         1e-3,
         1.0,
         "No common collective library across vendors: traffic is bridged through the host or a "
-        "gateway, software stacks differ (seed 003: mixing vendors is 'very hard'). Judgement.",
+        "gateway, software stacks differ (Zheng 2024: mixing vendors is 'very hard'). Judgement.",
     ),
     _d(
         "granularity_penalty",
@@ -364,7 +449,7 @@ _TABLE: tuple[Default, ...] = (
         "multiplier",
         1e-3,
         1.0,
-        "Dynamic fine-grained splitting cuts work into the smallest pieces; seed 003 calls the "
+        "Dynamic fine-grained splitting cuts work into the smallest pieces; Zheng 2024 calls the "
         "result 'very low performance' (small kernels, more launches and messages). Judgement.",
     ),
     # --- failures and checkpoints -----------------------------------------------------------
@@ -377,6 +462,91 @@ _TABLE: tuple[Default, ...] = (
         "Between Llama 3's ~50,000 h per GPU (419 interruptions, 54 days, 16,384 GPUs) and "
         "~8,000 h on research clusters (7.9 h MTTF for 1,024-GPU jobs): their geometric mean, "
         "for an air-cooled cluster. Prefer failures measured from usage records.",
+    ),
+    _d(
+        "mtbf_card_h_production",
+        50_000.0,
+        "h",
+        1.0,
+        1e9,
+        "A production fleet of current cards: Llama 3 saw 419 unexpected interruptions in 54 "
+        "days on 16,384 H100 (Dubey et al. 2024, §3.3.4), 54 × 24 × 16,384 / 419 ≈ 50,700 h "
+        "per GPU.",
+    ),
+    _d(
+        "mtbf_card_h_research",
+        8_000.0,
+        "h",
+        1.0,
+        1e9,
+        "A research cluster of A100s: a 7.9 h mean time to failure for 1,024-GPU jobs (Kokolis "
+        "et al. 2024, 'Revisiting Reliability in Large-Scale Machine Learning Research "
+        "Clusters') is ~8,100 h per GPU.",
+    ),
+    _d(
+        "restart_h_production",
+        1 / 6,
+        "h",
+        0.0,
+        1e4,
+        "10 minutes where detection, node replacement and reload are automated end to end, as "
+        "on the fleets behind Llama 3 and MegaScale (both report most interruptions handled "
+        "without people). Judgement.",
+    ),
+    _d(
+        "restart_growth_h_per_doubling",
+        1 / 60,
+        "h",
+        0.0,
+        10.0,
+        "One more minute per doubling of the job above 1,024 cards: more nodes to drain and "
+        "replace, and collective communicators whose set-up grows with the ranks. Judgement.",
+    ),
+    _d(
+        "checkpoint_async_stall_share",
+        0.10,
+        "share",
+        0.0,
+        1.0,
+        "Asynchronous checkpoints block training only for the copy to host memory: PyTorch's "
+        "distributed asynchronous checkpointing cut the blocking time more than tenfold "
+        "(PyTorch blog, 2024).",
+    ),
+    # --- the honest range: 90th percentile ÷ central of each default (log-normal) ----------
+    _d(
+        "uncertainty_mfu",
+        1.12,
+        "ratio",
+        1.0,
+        10.0,
+        "The modeled MFU × scaling lands within ±10% of Megatron-LM's Table 1 (Narayanan et al. "
+        "2021) and ±12% of MegaScale and Llama 3 (Jiang et al. 2024; Dubey et al. 2024): 12%.",
+    ),
+    _d(
+        "uncertainty_fabric",
+        1.20,
+        "ratio",
+        1.0,
+        10.0,
+        "Achieved vs. line rate differs by routing and congestion control; fabric studies report "
+        "10-30% swings between runs on the same fabric. Judgement.",
+    ),
+    _d(
+        "uncertainty_mtbf",
+        2.5,
+        "ratio",
+        1.0,
+        100.0,
+        "Published per-GPU MTBFs span ~8,000 h (Meta research clusters) to ~50,000 h (Llama 3): "
+        "a factor of six between fleets, ~2.5 either side of a default.",
+    ),
+    _d(
+        "uncertainty_restart",
+        2.0,
+        "ratio",
+        1.0,
+        100.0,
+        "Recovery runs from minutes when automated to hours when a person must act. Judgement.",
     ),
     _d(
         "failure_rate_air",
@@ -400,9 +570,9 @@ _TABLE: tuple[Default, ...] = (
         "multiplier",
         1e-3,
         10.0,
-        "Seed 000: liquid cooling cuts machine failure rates by 60-70%; midpoint 65%.",
+        "Baidu 2024: liquid cooling cuts machine failure rates by 60-70%; midpoint 65%.",
     ),
-    _d("failure_rate_immersion", 0.35, "multiplier", 1e-3, 10.0, "As direct liquid (seed 000)."),
+    _d("failure_rate_immersion", 0.35, "multiplier", 1e-3, 10.0, "As direct liquid (Baidu 2024)."),
     _d(
         "checkpoint_save_h",
         0.05,
@@ -418,7 +588,7 @@ _TABLE: tuple[Default, ...] = (
         "h",
         0.0,
         1e4,
-        "15 minutes to detect, reschedule and reload with automation; seed 000 and seed 004 "
+        "15 minutes to detect, reschedule and reload with automation; Baidu 2024 and Inspur 2023 "
         "report recovery going from hours to minutes once automated.",
     ),
     _d(
@@ -437,8 +607,8 @@ _TABLE: tuple[Default, ...] = (
         "share",
         1e-6,
         1.0,
-        "Seed 000: industry resource utilization is around 50% (70% and 90% are reported by "
-        "platforms with dedicated schedulers, seed 004 and seed 000).",
+        "Baidu 2024: industry resource utilization is around 50% (70% and 90% are reported by "
+        "platforms with dedicated schedulers, Inspur 2023 and Baidu 2024).",
     ),
 )
 

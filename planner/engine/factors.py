@@ -1,4 +1,4 @@
-"""Energy, MFU and utilization factors (spec §1, §5), with their provenance.
+"""Energy, MFU and utilization factors (docs/efficiency-model.md), with their provenance.
 
 Each ``*_arrays`` kernel works on numpy arrays (one element per pool or node group) and
 returns the factor and a *basis* code saying which input produced it; the vectorised
@@ -31,6 +31,14 @@ from planner.engine.defaults import (
 )
 
 FACTOR_NAMES: tuple[str, ...] = ("energy", "mfu", "scaling", "effective_time", "utilization")
+# The one place factor labels are written: pages, reports and exports all use these.
+FACTOR_LABELS: Mapping[str, str] = {
+    "energy": "Energy (1/PUE)",
+    "mfu": "MFU",
+    "scaling": "Scaling",
+    "effective_time": "Effective training time",
+    "utilization": "Utilization",
+}
 
 ENERGY_BASES: tuple[str, ...] = (
     "metered_kwh",

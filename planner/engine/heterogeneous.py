@@ -1,4 +1,4 @@
-"""Heterogeneous pools and the bucket effect (spec §2).
+"""Heterogeneous pools and the bucket effect (docs/efficiency-model.md, bucket effect).
 
 A pool holds card-model groups ``i`` with ``n_i`` cards of effective speed ``s_i`` (peak
 dense FLOP/s × MFU). ``W = Σ n_i·s_i`` is what the cards could deliver with no bucket

@@ -46,6 +46,7 @@ LIMITS: dict[str, Limit] = {
     "seq_len": Limit(1, 10_000_000, "tokens", "≈10× the longest published context windows"),
     "global_batch_sequences": Limit(1, 10_000_000, "sequences", "≈1000× published batches"),
     "micro_batch": Limit(1, 1_000_000, "sequences", "at most the global batch in practice"),
+    "global_batch_tokens": Limit(1, 1e11, "tokens", "≈1000× published batches (Llama 3: 16M)"),
     "tp_degree": Limit(1, 128, "cards", "tensor parallelism stays inside one node"),
     "pp_degree": Limit(1, 2_000, "stages", "a stage holds at least one layer"),
     "dp_degree": Limit(1, 10_000_000, "replicas", "at most the number of cards"),
@@ -90,6 +91,14 @@ LIMITS: dict[str, Limit] = {
     "memory_bandwidth_tbs": Limit(0.001, 1e4, "TB/s", "≈1000× today's fastest memory"),
     "interconnect_gbs": Limit(0.001, 1e5, "GB/s", "≈50× today's fastest links"),
     "interconnect_gbits": Limit(0.001, 1e6, "Gbit/s", "≈500× today's fastest NICs"),
+    # GPU telemetry (telemetry/): a Prometheus source and one fetch
+    "telemetry_scrape_s": Limit(1, 3_600, "s", "dcgm-exporter collects every 30 s by default"),
+    "telemetry_step_s": Limit(15, 3_600, "s", "finer than 15 s is below any scrape interval"),
+    "telemetry_timeout_s": Limit(1, 600, "s", "a query slower than ten minutes is a fault"),
+    "telemetry_days": Limit(1, 92, "days", "one fetch covers at most a quarter"),
+    "node_overhead": Limit(0, 3, "", "non-GPU ÷ GPU power; DGX datasheets imply 0.8 to 1"),
+    # Alerts and budgets (alerts/): how far back a rule looks
+    "alert_window_days": Limit(1, 366, "days", "from a day to a year of usage"),
 }
 
 # Engine inputs -> their limit: TrainingWorkload attributes, ModelShape attributes (keyed by
@@ -101,6 +110,8 @@ WORKLOAD_LIMITS = {
     "seq_len": "seq_len",
     "global_batch_sequences": "global_batch_sequences",
     "micro_batch": "micro_batch",
+    "global_batch_tokens": "global_batch_tokens",
+    "max_batch_tokens": "global_batch_tokens",
 }
 SHAPE_LIMITS = {"layers": "layers", "hidden": "hidden_size", "heads": "attention_heads"}
 ESTIMATE_LIMITS = {

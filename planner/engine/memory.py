@@ -6,14 +6,14 @@ evaluate thousands of (option, split) rows at once.
 Sources:
 - Model state: mixed-precision Adam keeps 2 (bf16 weights) + 2 (bf16 gradients)
   + K = 12 (fp32 master weights, momentum, variance) bytes per parameter
-  (Rajbhandari et al. 2020, "ZeRO", §3.1). Seed 001: 175B -> 350 + 350 + 2,100
-  = 2,800 GB.
+  (Rajbhandari et al. 2020, "ZeRO", §3.1). Alibaba Cloud 2024 (docs/sources.md): 175B ->
+  350 + 350 + 2,100 = 2,800 GB.
 - ZeRO stages partition that state over the Nd data-parallel ranks (ZeRO §5):
   stage 0: (2+2+K)Ψ, stage 1: 2Ψ+2Ψ+KΨ/Nd, stage 2: 2Ψ+(2+K)Ψ/Nd, stage 3: (2+2+K)Ψ/Nd.
 - Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
   Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit).
 
-Sizes are decimal: 1 GB = 1e9 bytes, as in the seeds and the catalog's memory_gb.
+Sizes are decimal: 1 GB = 1e9 bytes, as in the published sources and the catalog's memory_gb.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class ModelShape:
     layers: int
     hidden: int
     heads: int
+    kv_heads: int | None = None  # grouped-query attention; None: as many as the heads
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of the K and V projections (hidden × kv_heads / heads)."""
+        return self.hidden * (self.kv_heads or self.heads) // self.heads
 
     @classmethod
     def infer(cls, params: float) -> ModelShape:
@@ -139,13 +145,19 @@ def activation_bytes_per_layer(
     return sbh * (linear + attention_core / t)
 
 
-def in_flight_micro_batches(pp: ArrayLike, micro_batches: ArrayLike) -> NDArray[np.float64]:
+def in_flight_micro_batches(
+    pp: ArrayLike, micro_batches: ArrayLike, virtual_stages: ArrayLike = 1
+) -> NDArray[np.float64]:
     """Micro-batches whose activations the busiest pipeline stage holds at once.
 
     1F1B schedule: the first stage starts p micro-batches before its first backward,
-    so it holds min(p, m) of them (Korthikanti 2022 §4.2.3; Narayanan et al. 2021).
+    so it holds min(p, m) of them (Korthikanti 2022 §4.2.3; Narayanan et al. 2021). The
+    interleaved schedule with v virtual stages holds (1 + (p − 1)/(p·v)) times more.
     """
-    return np.minimum(np.asarray(pp, dtype=np.float64), np.asarray(micro_batches, np.float64))
+    p = np.asarray(pp, dtype=np.float64)
+    v = np.asarray(virtual_stages, dtype=np.float64)
+    interleave = np.where(v > 1, 1.0 + (p - 1.0) / (p * v), 1.0)
+    return np.minimum(p, np.asarray(micro_batches, np.float64)) * interleave
 
 
 def activation_bytes_per_card(
@@ -160,14 +172,17 @@ def activation_bytes_per_card(
     *,
     sequence_parallel: bool = True,
     recompute: ActivationRecompute = "none",
+    cp: ArrayLike = 1,
+    virtual_stages: ArrayLike = 1,
 ) -> NDArray[np.float64]:
     """Peak activation bytes on the busiest card: per layer × layers/pp × in-flight micro-batches.
 
     With 1F1B the first stage holds min(p, m) micro-batches of L/p layers each, i.e. about
     L layers' worth when m >= p: pipeline parallelism alone does not shrink activations.
+    Context parallelism over cp cards gives each card s/cp of every sequence.
     """
     per_layer = activation_bytes_per_layer(
-        seq_len,
+        np.asarray(seq_len, dtype=np.float64) / np.asarray(cp, dtype=np.float64),
         micro_batch,
         hidden,
         heads,
@@ -178,7 +193,7 @@ def activation_bytes_per_card(
     layers_per_stage = np.ceil(
         np.asarray(shape_layers, dtype=np.float64) / np.asarray(pp, dtype=np.float64)
     )
-    return per_layer * layers_per_stage * in_flight_micro_batches(pp, micro_batches)
+    return per_layer * layers_per_stage * in_flight_micro_batches(pp, micro_batches, virtual_stages)
 
 
 def model_state_bytes_per_card(

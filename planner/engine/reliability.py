@@ -1,4 +1,4 @@
-"""Failures, checkpoints and effective training time (spec §4).
+"""Failures, checkpoints and effective training time (docs/efficiency-model.md).
 
 All functions take scalars or numpy arrays (broadcast together) and are the one
 implementation used by both the vectorised engine and the scalar calculators.
@@ -40,6 +40,39 @@ def mtbf_card_from_failures(failures: ArrayLike, exposure_card_h: ArrayLike) -> 
     """
     failures_arr = np.asarray(failures, dtype=float)
     return np.asarray(exposure_card_h, dtype=float) / np.maximum(failures_arr, 1.0)
+
+
+SITE_KINDS: tuple[str, ...] = ("unknown", "production", "research")
+RESTART_GROWTH_FROM_CARDS = 1024.0
+
+
+def restart_h_at(
+    restart_h: ArrayLike, cards: ArrayLike, growth_h_per_doubling: ArrayLike
+) -> np.ndarray:
+    """Restart time of a job on ``cards`` cards: the base, plus the growth per doubling of
+    the job above 1,024 cards (more nodes to replace, bigger communicators to set up)."""
+    doublings = np.log2(np.maximum(np.asarray(cards, dtype=float) / RESTART_GROWTH_FROM_CARDS, 1))
+    return np.asarray(restart_h, dtype=float) + np.asarray(growth_h_per_doubling) * doublings
+
+
+def site_kind_defaults(site_kind: ArrayLike) -> dict[str, np.ndarray]:
+    """Table MTBF per card and restart time for each site kind (unknown: the general ones)."""
+    names = np.asarray(site_kind).astype(str)
+    mtbf = {
+        "unknown": DEFAULTS["mtbf_card_h"].value,
+        "production": DEFAULTS["mtbf_card_h_production"].value,
+        "research": DEFAULTS["mtbf_card_h_research"].value,
+    }
+    restart = {
+        "unknown": DEFAULTS["restart_h"].value,
+        "production": DEFAULTS["restart_h_production"].value,
+        "research": DEFAULTS["restart_h"].value,
+    }
+    masks = [names == kind for kind in SITE_KINDS]
+    return {
+        "mtbf_card_h": np.select(masks, [float(mtbf[k]) for k in SITE_KINDS], np.nan),
+        "restart_h": np.select(masks, [float(restart[k]) for k in SITE_KINDS], np.nan),
+    }
 
 
 def young_interval_h(checkpoint_save_h: ArrayLike, mtbf_job_hours: ArrayLike) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""Parallel-scaling efficiency (spec §3): measured speed-up tables and the communication model.
+"""Parallel-scaling efficiency: measured speed-up tables and the communication model.
+
+Formulas: docs/efficiency-model.md, "Scaling".
 
 Everything here takes scalars or numpy arrays (broadcast together); the scalar helpers
 (:func:`modeled_scaling`, :func:`scaling_from_speedup`) call the same array code.

@@ -19,14 +19,14 @@ DAYS_PER_YEAR = 365.0
 
 @dataclass(frozen=True)
 class BestPractice:
-    """Targets each factor is lifted to (seed 000 unless noted)."""
+    """Targets each factor is lifted to (Baidu 2024 unless noted)."""
 
-    pue: float = 1.1  # seed 000: liquid-cooled sites below 1.1
-    mfu: float = 0.70  # seed 000: AIAK lifts MFU above 70%
-    # Seed 004: 90% multi-card speed-up at 1,000 cards; a well-tuned split reaches it.
+    pue: float = 1.1  # Baidu 2024: liquid-cooled sites below 1.1
+    mfu: float = 0.70  # Baidu 2024: AIAK lifts MFU above 70%
+    # Inspur 2023: 90% multi-card speed-up at 1,000 cards; a well-tuned split reaches it.
     scaling: float = 0.90
-    effective_time: float = 0.99  # seed 000: > 99% effective training time on 10,000-card jobs
-    utilization: float = 0.90  # seed 000: 90% with training/inference co-location
+    effective_time: float = 0.99  # Baidu 2024: > 99% effective training time on 10,000-card jobs
+    utilization: float = 0.90  # Baidu 2024: 90% with training/inference co-location
 
     def factor_target(self, factor: str) -> float:
         """Target of a factor in factor terms (energy = 1 / PUE)."""
@@ -108,7 +108,7 @@ def sensitivity(
     return result.drop(columns="is_combined").reset_index(drop=True)
 
 
-# Seed 000 via the defaults table: liquid cooling cuts failure rates by 60-70% (0.35 kept)
+# Baidu 2024 via the defaults table: liquid cooling cuts failure rates by 60-70% (0.35 kept)
 # and gives about +10% machine performance over air.
 LIQUID_FAILURE_RATE_FACTOR = float(default_value("failure_rate_direct_liquid"))
 LIQUID_MFU_FACTOR = float(default_value("cooling_performance_direct_liquid"))
@@ -173,7 +173,7 @@ class Lever:
 
     @classmethod
     def colocation(cls, one_off_cost: float, *, utilization: float = 0.90) -> Lever:
-        """Training/inference co-location lifting utilization (seed 000: 90%)."""
+        """Training/inference co-location lifting utilization (Baidu 2024: 90%)."""
         return cls(name="colocation", one_off_cost=one_off_cost, utilization=utilization)
 
 

@@ -1,4 +1,6 @@
-"""Measured utilization and effective time from usage records (spec §1, §4), vectorised.
+"""Measured utilization and effective time from usage records, vectorised.
+
+Definitions: docs/efficiency-model.md (utilization, effective training time).
 
 Inputs are plain DataFrames (no Django):
 
@@ -367,7 +369,7 @@ def peak_weighted_mean(
     peak_tflops: pd.Series,
     groups: pd.DataFrame | None = None,
 ) -> pd.Series | float:
-    """Aggregate a factor card-hour-weighted by peak FLOPs (spec §1), NaN values ignored.
+    """Aggregate a factor card-hour-weighted by peak FLOPs, NaN values ignored (docs: Aggregation).
 
     A pool of 1,000 H100 weighs more than 10 V100: weight = card_hours × peak_tflops.
     With ``groups`` (columns to group by) returns one value per group.

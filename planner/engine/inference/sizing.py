@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from planner.engine.capacity import pareto_front
-from planner.engine.inference import energy, roofline
+from planner.engine.inference import energy, queueing, roofline
 from planner.engine.inference import memory as mem
 from planner.engine.inference.defaults import INFERENCE_DEFAULTS, serving_default
 from planner.engine.inference.memory import AttentionShape
-from planner.engine.limits import EngineInputError, check_grid, range_error
+from planner.engine.limits import EngineInputError, check_grid, limit, range_error
 
 # Workload attribute -> its limit in planner.engine.limits.LIMITS.
 INFERENCE_WORKLOAD_LIMITS = {
@@ -35,6 +35,8 @@ INFERENCE_WORKLOAD_LIMITS = {
     "batch": "micro_batch",
     "ttft_ms": "latency_ms",
     "tpot_ms": "latency_ms",
+    "ttft_p95_ms": "latency_ms",
+    "tpot_p95_ms": "latency_ms",
     "tariff_per_kwh": "tariff_per_kwh",
     "price_per_card_hour": "price_per_card_hour",
 }
@@ -75,6 +77,8 @@ class InferenceWorkload:
     batch: int | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    tpot_p95_ms: float | None = None
     tariff_per_kwh: float | None = None
     price_per_card_hour: float | None = None
     overrides: dict[str, float] = field(default_factory=dict)
@@ -235,15 +239,22 @@ def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     )
     amortized_prefill = prefill_s / w.output_tokens
     tpot_bound = np.inf if w.tpot_ms is None else w.tpot_ms / 1e3
-    ttft_bound = np.inf if w.ttft_ms is None else w.ttft_ms / 1e3 - prefill_s
+    # A p95 TTFT bound also bounds the typical TTFT (the queueing wait comes on top).
+    ttft_ms = min((v for v in (w.ttft_ms, w.ttft_p95_ms) if v is not None), default=None)
+    ttft_bound = np.inf if ttft_ms is None else ttft_ms / 1e3 - prefill_s
     by_tpot = roofline.batch_within(tpot_bound, fixed, per_seq, compute, amortized_prefill)
     by_ttft = roofline.batch_within(ttft_bound, fixed, per_seq, compute, 0.0)
     allowed = np.minimum(np.minimum(by_tpot, by_ttft), frame["max_batch"].to_numpy())
     if w.batch is not None:  # a fixed number of concurrent sequences per replica, at most
         allowed = np.minimum(allowed, w.batch)
     batch = np.floor(np.nan_to_num(allowed, nan=0.0) + 1e-9).clip(min=0)
+    if w.tpot_p95_ms is not None:
+        batch = queueing.largest_batch_within_tpot_p95(
+            w.tpot_p95_ms / 1e3, batch, (fixed, per_seq, compute), prefill_s, w.output_tokens
+        )
     step = roofline.step_seconds(batch, fixed, per_seq, compute)
     tpot = roofline.tpot_seconds(batch, step, prefill_s, w.output_tokens)
+    frame["tpot_p95_ms"] = queueing.tpot_p95_seconds(batch, step, prefill_s, w.output_tokens) * 1e3
     frame["batch"] = batch.astype(np.int64)
     frame["prefill_ms"] = prefill_s * 1e3
     frame["step_fixed_s"], frame["step_memory_s"], frame["step_compute_s"] = fixed, per_seq, compute
@@ -282,6 +293,49 @@ def scale_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     return frame
 
 
+def tail_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
+    """p95 TTFT from the queueing at the served load (queueing.py); with a p95 TTFT bound,
+    more replicas for a target, or less load on given cards, until it is met."""
+    batch = frame["batch"].to_numpy().astype(float)
+    service_s = frame["tpot_ms"].to_numpy() / 1e3 * w.output_tokens  # a slot per request
+    ttft_s = frame["ttft_ms"].to_numpy() / 1e3
+
+    def ttft_p95_s(replicas: np.ndarray, requests_per_s: np.ndarray) -> np.ndarray:
+        return ttft_s + queueing.wait_p95_seconds(replicas * batch, service_s, requests_per_s)
+
+    replicas = frame["replicas"].to_numpy().astype(float)
+    served_rps = frame["requests_per_s"].to_numpy()
+    unmet = np.zeros(len(frame), dtype=bool)
+    bound_s = np.inf if w.ttft_p95_ms is None else w.ttft_p95_ms / 1e3
+    if w.ttft_p95_ms is not None and w.target_tokens_per_s is not None:
+        cap = np.floor(limit("cards").high / frame["tp"].to_numpy())
+        needed = queueing.smallest_integer(
+            lambda r: ttft_p95_s(r, served_rps) <= bound_s, replicas, cap
+        )
+        unmet = (needed > cap) & (replicas > 0)
+        replicas = np.where((replicas > 0) & ~unmet, needed, replicas)
+        frame["replicas"] = replicas.astype(np.int64)
+        frame["cards"] = frame["replicas"] * frame["tp"]
+        frame["capacity_tokens_per_s"] = replicas * frame["replica_tokens_per_s"]
+    elif w.ttft_p95_ms is not None:  # the largest load, in 0.1 % of capacity, within the bound
+        capacity_rps = replicas * frame["replica_tokens_per_s"].to_numpy() / w.output_tokens
+        share = queueing.largest_integer(
+            lambda n: ttft_p95_s(replicas, capacity_rps * n / 1e3) <= bound_s,
+            np.zeros(len(frame)),
+            np.full(len(frame), 1e3),
+        )
+        served_rps = capacity_rps * share / 1e3
+        unmet = (share < 1) & (capacity_rps > 0)
+        frame["requests_per_s"] = served_rps
+        frame["tokens_per_s"] = served_rps * w.output_tokens
+    frame["p95_unmet"] = unmet
+    frame["ttft_p95_ms"] = ttft_p95_s(replicas, served_rps) * 1e3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        capacity = frame["capacity_tokens_per_s"].to_numpy()
+        frame["utilization"] = np.where(capacity > 0, frame["tokens_per_s"] / capacity, np.nan)
+    return frame
+
+
 def money_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     served = frame["tokens_per_s"].to_numpy().astype(float)
     served = np.where(served > 0, served, np.nan)
@@ -307,12 +361,13 @@ def reasons(frame: pd.DataFrame, w: InferenceWorkload) -> pd.Series:
     no_room = frame["max_batch"] < 1
     return pd.Series(
         np.select(
-            [no_data, too_big, no_room, frame["batch"] < 1],
+            [no_data, too_big, no_room, frame["batch"] < 1, frame["p95_unmet"]],
             [
                 "the catalog lacks memory, bandwidth or peak figures for this card",
                 "the weights alone exceed the usable memory at this tensor-parallel degree",
                 "no sequence of the context length fits beside the weights",
                 "no batch meets the TTFT/TPOT bounds",
+                "the p95 TTFT bound is not met: requests wait too long for a free slot",
             ],
             "",
         ),
@@ -323,10 +378,11 @@ def reasons(frame: pd.DataFrame, w: InferenceWorkload) -> pd.Series:
 def evaluate_inference(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     """All (card model × tp) options with memory, timing, scale, energy and cost columns."""
     frame = expand_options(cards, w)
-    for step in (memory_columns, timing_columns, scale_columns, money_columns):
+    for step in (memory_columns, timing_columns, scale_columns, tail_columns, money_columns):
         frame = step(frame, w)
     frame["reason"] = reasons(frame, w)
     frame["feasible"] = frame["reason"] == ""
+    frame = frame.drop(columns="p95_unmet")
     return frame
 
 

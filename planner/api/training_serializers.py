@@ -1,0 +1,223 @@
+"""Training estimate API: the stateless estimate's input (with "modeled" factors) and output.
+
+Serializers check the shape and ranges of each field (400 naming it); the engine computes.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.bounds import bounded_float, bounded_int
+from inventory.api.serializers import AcceleratorField
+from inventory.models import AcceleratorModel, CoolingType
+from planner.api.plan_serializers import K_MESSAGE, either_or, number_schema, share_float
+from planner.engine.defaults import FABRICS
+from planner.engine.limits import range_error
+from planner.engine.reliability import SITE_KINDS
+
+_SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
+
+
+@extend_schema_field({"oneOf": [_SHARE_ABOVE_ZERO, {"enum": ["modeled"]}]})
+class ShareOrModeledField(serializers.Field):
+    """A factor in (0, 1], or "modeled": the planner models it (numbers still override)."""
+
+    def to_internal_value(self, data):
+        if data == "modeled":
+            return data
+        if isinstance(data, bool):
+            raise serializers.ValidationError('Must be a number in (0, 1] or "modeled".')
+        try:
+            value = float(data)
+        except (TypeError, ValueError):
+            raise serializers.ValidationError('Must be a number in (0, 1] or "modeled".') from None
+        if message := range_error("share", value):
+            raise serializers.ValidationError(message)
+        return value
+
+    def to_representation(self, value):
+        return value
+
+
+class TrainingEstimateInputSerializer(serializers.Serializer):
+    """One option: a model on a card model from the catalog (docs/capacity-planning.md §10)."""
+
+    model_params = bounded_float("model_params", help_text="Parameters N.")
+    tokens = bounded_float("tokens", required=False, allow_null=True)
+    total_flops = bounded_float("total_flops", required=False, allow_null=True)
+    flops_per_param_token = serializers.ChoiceField(
+        choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
+    )
+    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
+    accelerator = AcceleratorField(
+        queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
+    )
+    cards = bounded_int("cards", required=False, allow_null=True)
+    deadline_days = bounded_float("deadline_days", required=False, allow_null=True)
+    mfu = share_float(required=False, allow_null=True)
+    achieved_tflops_per_card = bounded_float(
+        "achieved_tflops_per_card", required=False, allow_null=True
+    )
+    scaling = ShareOrModeledField(
+        required=False, allow_null=True, help_text='Default 1; "modeled": the split search.'
+    )
+    effective_time = ShareOrModeledField(
+        required=False,
+        allow_null=True,
+        help_text='Default 1; "modeled": failures, checkpoints and restarts at this size.',
+    )
+    utilization = share_float(required=False, allow_null=True, help_text="Default 1.")
+    pue = bounded_float("pue", required=False, allow_null=True)
+    cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
+    tariff_per_kwh = bounded_float("tariff_per_kwh", required=False, allow_null=True)
+    grid_carbon_g_per_kwh = bounded_float("grid_carbon_g_per_kwh", required=False, allow_null=True)
+    price_per_card_hour = bounded_float(
+        "price_per_card_hour",
+        required=False,
+        allow_null=True,
+        help_text="Default: the catalog's rental price.",
+    )
+    capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
+    amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
+    zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
+    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
+    seq_len = bounded_int("seq_len", required=False)
+    global_batch_sequences = bounded_int("global_batch_sequences", required=False)
+    global_batch_tokens = bounded_float("global_batch_tokens", required=False, allow_null=True)
+    max_batch_tokens = bounded_float(
+        "global_batch_tokens",
+        required=False,
+        allow_null=True,
+        help_text="Let the batch grow with data parallelism up to this many tokens.",
+    )
+    fabric = serializers.ChoiceField(choices=FABRICS, required=False)
+    inter_node_bandwidth_gbps_per_card = bounded_float(
+        "interconnect_gbits", required=False, allow_null=True
+    )
+    site_kind = serializers.ChoiceField(
+        choices=SITE_KINDS, required=False, help_text="Picks the MTBF and restart defaults."
+    )
+    mtbf_card_hours = bounded_float("mtbf_card_hours", required=False, allow_null=True)
+    checkpoint_save_minutes = bounded_float("checkpoint_minutes", required=False, allow_null=True)
+    restart_minutes = bounded_float("checkpoint_minutes", required=False, allow_null=True)
+    checkpoint_interval_minutes = bounded_float(
+        "checkpoint_interval_minutes", required=False, allow_null=True
+    )
+    checkpoint_async = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs):
+        if attrs.get("tokens") is None and attrs.get("total_flops") is None:
+            raise serializers.ValidationError({"tokens": "Give tokens or total_flops."})
+        if attrs.get("cards") is None and attrs.get("deadline_days") is None:
+            raise serializers.ValidationError({"cards": "Give cards or deadline_days."})
+        either_or(attrs, "cards", "deadline_days")
+        either_or(attrs, "mfu", "achieved_tflops_per_card")
+        either_or(attrs, "price_per_card_hour", "capital_cost_per_card")
+        either_or(attrs, "global_batch_tokens", "global_batch_sequences")
+        accelerator = attrs.get("accelerator")
+        if attrs.get("precision") == "fp8" and getattr(accelerator, "dense_fp8_tflops", 0) is None:
+            raise serializers.ValidationError(
+                {"precision": f"fp8 requested but {accelerator} has no dense FP8 peak."}
+            )
+        if attrs.get("capital_cost_per_card") is not None and not attrs.get("amortization_years"):
+            raise serializers.ValidationError(
+                {"amortization_years": "Required with capital_cost_per_card."}
+            )
+        cards, dp = attrs.get("cards"), attrs.get("dp_degree")
+        if cards and dp and cards % dp:
+            raise serializers.ValidationError({"dp_degree": f"Must divide cards ({cards})."})
+        return attrs
+
+
+class ParallelismOutputSerializer(serializers.Serializer):
+    tp = serializers.IntegerField(allow_null=True)
+    pp = serializers.IntegerField(allow_null=True)
+    virtual_stages = serializers.IntegerField(allow_null=True)
+    cp = serializers.IntegerField(allow_null=True)
+    dp = serializers.IntegerField(allow_null=True)
+    micro_batch = serializers.IntegerField(allow_null=True, help_text="Sequences.")
+    micro_batches = serializers.IntegerField(allow_null=True, help_text="Per step and replica.")
+    global_batch_sequences = serializers.IntegerField(allow_null=True)
+    step_shares = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Share of a step lost to the bubble and to exposed communication.",
+    )
+    why = serializers.CharField(help_text="Why this split.")
+
+
+class RangeOutputSerializer(serializers.Serializer):
+    low = serializers.FloatField(allow_null=True, help_text="10th percentile.")
+    high = serializers.FloatField(allow_null=True, help_text="90th percentile; null: unbounded.")
+    note = serializers.CharField(allow_blank=True)
+    uncertainties = serializers.ListField(
+        child=serializers.DictField(), help_text="Tornado: days low/high per uncertainty."
+    )
+
+
+class GoodputOutputSerializer(serializers.Serializer):
+    scheduling = serializers.FloatField(allow_null=True, help_text="= utilization")
+    runtime = serializers.FloatField(allow_null=True, help_text="= effective time")
+    program = serializers.FloatField(allow_null=True, help_text="= MFU × scaling")
+    ettr = serializers.FloatField(allow_null=True, help_text="Meta's ETTR = effective time")
+
+
+class MemoryOutputSerializer(serializers.Serializer):
+    state_bytes = serializers.FloatField(allow_null=True)
+    per_card_bytes = serializers.FloatField(allow_null=True)
+    state_per_card_bytes = serializers.FloatField(allow_null=True)
+    activation_per_card_bytes = serializers.FloatField(allow_null=True)
+    usable_per_card_bytes = serializers.FloatField(allow_null=True)
+    min_cards = serializers.IntegerField(allow_null=True)
+
+
+class EnergyOutputSerializer(serializers.Serializer):
+    it = serializers.FloatField(allow_null=True, help_text="MWh")
+    facility = serializers.FloatField(allow_null=True, help_text="MWh")
+
+
+class CostOutputSerializer(serializers.Serializer):
+    basis = serializers.CharField(allow_null=True)
+    price_source = serializers.CharField(allow_null=True, help_text="entered, catalog or null")
+    currency = serializers.CharField()
+    compute = serializers.FloatField(allow_null=True)
+    energy = serializers.FloatField(allow_null=True)
+    energy_overhead = serializers.FloatField(allow_null=True)
+    idle = serializers.FloatField(allow_null=True)
+    total = serializers.FloatField(allow_null=True)
+    per_effective_pflop_day = serializers.FloatField(allow_null=True)
+
+
+class FactorsOutputSerializer(serializers.Serializer):
+    energy = serializers.FloatField(allow_null=True)
+    mfu = serializers.FloatField(allow_null=True)
+    scaling = serializers.FloatField(allow_null=True)
+    effective_time = serializers.FloatField(allow_null=True)
+    utilization = serializers.FloatField(allow_null=True)
+    pue = serializers.FloatField(allow_null=True)
+    effective_utilization = serializers.FloatField(allow_null=True)
+    provenance = serializers.DictField(child=serializers.CharField())
+
+
+class AcceleratorRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class TrainingEstimateOutputSerializer(serializers.Serializer):
+    feasible = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True, help_text="Why not feasible; empty if it is.")
+    accelerator = AcceleratorRefSerializer()
+    total_flops = serializers.FloatField()
+    days = serializers.FloatField(allow_null=True)
+    cards = serializers.IntegerField(allow_null=True)
+    card_hours = serializers.FloatField(allow_null=True)
+    parallelism = ParallelismOutputSerializer()
+    memory = MemoryOutputSerializer()
+    energy_mwh = EnergyOutputSerializer()
+    co2_tonnes = serializers.FloatField(allow_null=True)
+    cost = CostOutputSerializer()
+    factors = FactorsOutputSerializer()
+    days_range = RangeOutputSerializer()
+    cost_range = RangeOutputSerializer()
+    goodput = GoodputOutputSerializer()
