@@ -12,6 +12,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.jobs.models import DurableJob
+from core.jobs.status import JobStatus
+
 
 class ExportFormat(models.TextChoices):
     CSV = "csv", "CSV"
@@ -76,14 +79,11 @@ class ExportTokenUse(models.Model):
         return f"{self.token_id} at {self.used_at:%Y-%m-%d %H:%M}: {self.status_code}"
 
 
-class ExportJobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
+# The statuses of every job (core.jobs); the old name stays for the code that uses it.
+ExportJobStatus = JobStatus
 
 
-class ExportJob(models.Model):
+class ExportJob(DurableJob):
     """A large XLSX built in the background from one API query, run as its owner."""
 
     owner = models.ForeignKey(
@@ -91,18 +91,11 @@ class ExportJob(models.Model):
     )
     path = models.CharField(max_length=300)
     query = models.CharField(max_length=2000, blank=True)
-    status = models.CharField(
-        max_length=10, choices=ExportJobStatus.choices, default=ExportJobStatus.QUEUED
-    )
-    progress = models.PositiveSmallIntegerField(default=0, help_text="0 to 100.")
     rows_total = models.PositiveIntegerField(null=True, blank=True)
     rows_written = models.PositiveIntegerField(default=0)
     file = models.FileField(upload_to="exports/%Y/%m/", blank=True)
     size_bytes = models.PositiveBigIntegerField(default=0)
-    error = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

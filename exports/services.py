@@ -15,15 +15,16 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, HttpResponseBase, QueryDict
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
-from config.exporting import TabularListMixin
-from config.tabular import ROWS_HEADER, write_xlsx
-from exports.models import ExportJob, ExportJobStatus, ExportToken, ExportTokenUse
+from core.jobs import lifecycle as jobs
+from core.jobs.status import JobStatus
+from core.tabular.columns import ROWS_HEADER, write_xlsx
+from core.tabular.exporting import TabularListMixin
+from exports.models import ExportJob, ExportToken, ExportTokenUse
 
 logger = logging.getLogger(__name__)
 
@@ -203,12 +204,10 @@ def fetch_with_token(clear: str, request: HttpRequest):
 
 
 def create_job(*, owner, url: str) -> ExportJob:
+    """Save the export queued and send it after commit (deferred while the broker is down)."""
     path, query = normalize_scope(url)
-    job = ExportJob.objects.create(owner=owner, path=path, query=query)
-    from exports.tasks import build_export
-
-    transaction.on_commit(lambda: build_export.delay(job.pk))
-    return job
+    job = ExportJob(owner=owner, path=path, query=query)
+    return jobs.queue(job, new_run=False)
 
 
 def jobs_for(user):
@@ -239,28 +238,25 @@ def _list_view(user, path: str, query: str):
     return view
 
 
-def build_xlsx(job_id: int) -> ExportJob:
-    """Write the job's XLSX (streamed from the queryset where the view allows it)."""
+def build_xlsx(job_id: int, run_id: str | None = None) -> ExportJob:
+    """Write the job's XLSX (streamed from the queryset where the view allows it) under its
+    run ``run_id`` (the current one when None); a superseded run writes nothing."""
     job = ExportJob.objects.select_related("owner").get(pk=job_id)
-    ExportJob.objects.filter(pk=job.pk).update(
-        status=ExportJobStatus.RUNNING, started_at=timezone.now(), progress=1, error=""
-    )
+    run_id = run_id or str(job.run_id)
+    if job.status == JobStatus.SUCCEEDED or not jobs.mark_running(ExportJob, job.pk, run_id):
+        return job
     try:
         content = _xlsx_bytes(job)
     except Exception as exc:  # noqa: BLE001 - the job records why and the worker moves on
         logger.exception("export job %s failed", job.pk)
-        ExportJob.objects.filter(pk=job.pk).update(
-            status=ExportJobStatus.FAILED, error=str(exc)[:4000], finished_at=timezone.now()
-        )
+        jobs.fail(ExportJob, job.pk, run_id, str(exc))
         job.refresh_from_db()
         return job
+    name = job.file.field.generate_filename(job, f"export-{job.pk}.xlsx")
+    name = job.file.storage.save(name, ContentFile(content))
+    if not jobs.finish(ExportJob, job.pk, run_id, file=name, size_bytes=len(content)):
+        job.file.storage.delete(name)  # a newer run owns the job now
     job.refresh_from_db()
-    job.file.save(f"export-{job.pk}.xlsx", ContentFile(content), save=False)
-    job.size_bytes = len(content)
-    job.status = ExportJobStatus.SUCCEEDED
-    job.progress = 100
-    job.finished_at = timezone.now()
-    job.save()
     return job
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from accounting import selectors as accounting
+from planner.engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from planner.engine.factors import FACTOR_NAMES
 from reports import periods
 from reports import selectors as report_selectors
@@ -27,11 +28,7 @@ FLAT_CHANGE = 0.005
 UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team")
 FACTOR_LABELS = {
     "effective_utilization": "Effective utilization",
-    "energy": "Energy (1/PUE)",
-    "mfu": "MFU",
-    "scaling": "Scaling",
-    "effective_time": "Effective training time",
-    "utilization": "Utilization",
+    **ENGINE_FACTOR_LABELS,
 }
 UTILIZATION_COLUMNS = (
     "available_card_hours",
@@ -170,7 +167,7 @@ def _scope(
 
 
 def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
-    """One fleet figure from per-currency totals: factors weighted by peak PFLOP-days (§1)."""
+    """One fleet figure from per-currency totals: factors weighted by peak PFLOP-days."""
     weight = sum(row["peak_pflop_days"] or 0.0 for row in totals)
     factors: dict[str, float | None] = {}
     for name in FACTOR_NAMES:
@@ -196,14 +193,39 @@ def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
         "factors": factors,
         "currency": single,
         "currencies": currencies,
-        "lost_cost_by_factor": {
-            name: sum((row["lost_cost_by_factor"] or {}).get(name) or 0.0 for row in totals)
-            for name in FACTOR_NAMES
-        }
-        if single
-        else {},
+        "lost_cost_by_factor": _lost_by_factor(totals) if single else {},
         **total_of,
     }
+
+
+def _lost_by_factor(totals: list[dict]) -> dict[str, float | None]:
+    """Money lost per factor over rows of one currency; None where no row has the figure."""
+    lost: dict[str, float | None] = {}
+    for name in FACTOR_NAMES:
+        known = [
+            value
+            for row in totals
+            if (value := (row.get("lost_cost_by_factor") or {}).get(name)) is not None
+        ]
+        lost[name] = sum(known) if known else None
+    return lost
+
+
+def _waste_rows(totals: list[dict]) -> list[dict]:
+    """Where the money is lost: per currency (never summed across), factor by factor."""
+    rows = []
+    for currency in sorted({row["currency"] for row in totals}):
+        lost = _lost_by_factor([row for row in totals if row["currency"] == currency])
+        rows += [
+            {
+                "factor": name,
+                "label": FACTOR_LABELS[name],
+                "currency": currency,
+                "lost_cost": lost[name],
+            }
+            for name in FACTOR_NAMES
+        ]
+    return rows
 
 
 def _card_hours(rows: list[dict]) -> dict[str, float | None]:
@@ -321,6 +343,7 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
     ]
     if current.get("chargeback_cost") is not None:
         figure_specs.append(("chargeback_cost", "Charged to the team", False, "money"))
+    mixed = len(current["currencies"]) > 1
     figures = []
     for key, label, higher_is_better, unit in figure_specs:
         now, before = _finite(current.get(key)), _finite(previous.get(key))
@@ -335,6 +358,12 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
                 "value": now,
                 "previous": before,
                 **relative,
+                "no_data_reason": (
+                    f"no single total: the scope mixes {', '.join(current['currencies'])}; "
+                    "see the cost sheets per currency"
+                )
+                if unit == "money" and mixed
+                else None,
             }
         )
     return {
@@ -512,15 +541,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
         raw["filters"]["cluster_ids"], raw["filters"]["team"], period.start, period.end
     )
     chargeback = raw["chargeback"]
-    waste = [
-        {
-            "factor": name,
-            "label": FACTOR_LABELS[name],
-            "lost_cost": current["lost_cost_by_factor"].get(name),
-        }
-        for name in FACTOR_NAMES
-        if current["lost_cost_by_factor"]
-    ]
+    waste = _waste_rows(raw["costs"]["totals"])
     warnings = list(
         dict.fromkeys(raw["costs"].get("warnings", []) + raw["chargeback"].get("warnings", []))
     )
@@ -562,7 +583,11 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
         },
         "chargeback": {
             "idle_rule": chargeback.get("idle_rule", "proportional"),
-            "teams": sorted(chargeback["rows"], key=lambda row: -(row["chargeback_cost"] or 0)),
+            # Currency by currency (each is charted on its own axis), the largest first.
+            "teams": sorted(
+                chargeback["rows"],
+                key=lambda row: (row["currency"], -(row["chargeback_cost"] or 0)),
+            ),
             "totals": chargeback["totals"],
         },
         "waste": waste,

@@ -20,8 +20,11 @@ period that spans a DST change is 23 or 25 hours longer or shorter than 24·n ho
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from croniter import CroniterBadCronError, CroniterBadDateError, CroniterNotAlphaError, croniter
 
 DAILY = "daily"
 WEEKLY = "weekly"
@@ -30,8 +33,8 @@ QUARTERLY = "quarterly"
 CRON = "cron"
 FREQUENCIES: tuple[str, ...] = (DAILY, WEEKLY, MONTHLY, QUARTERLY, CRON)
 
-# How far ahead a cron search looks before it gives up (an expression like "0 0 31 2 *").
-CRON_SEARCH_DAYS = 366 * 5
+# How far a cron search looks before it gives up (an expression like "0 0 31 2 *").
+CRON_SEARCH_YEARS = 5
 
 
 class ScheduleError(ValueError):
@@ -100,78 +103,65 @@ def _first_of_month(year: int, month: int) -> dt.date:
 
 
 # -- cron ------------------------------------------------------------------------------------
+# croniter reads the expression and walks its local wall-clock times; turning a wall time into
+# an instant (DST gap and fold) stays `local_datetime`, as for the other frequencies.
 
-_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day", 1, 31), ("month", 1, 12))
-_DOW = ("day_of_week", 0, 7)
-_MONTH_NAMES = {
-    name: number
-    for number, name in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
-    )
-}
-_DAY_NAMES = {name: n for n, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
+_CRON_FIELDS = (
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day", 1, 31),
+    ("month", 1, 12),
+    ("day_of_week", 0, 7),
+)
+_PLAIN_FIELD = re.compile(r"[0-9A-Za-z*,/-]+")
 
 
 @dataclass(frozen=True)
 class CronExpression:
     """A standard 5-field cron expression: minute hour day-of-month month day-of-week."""
 
+    text: str
     minutes: tuple[int, ...]
     hours: tuple[int, ...]
     days: frozenset[int]
     months: frozenset[int]
     weekdays: frozenset[int]  # 0 = Sunday … 6 = Saturday
-    day_restricted: bool
-    weekday_restricted: bool
-
-    def matches_day(self, day: dt.date) -> bool:
-        if day.month not in self.months:
-            return False
-        in_days = day.day in self.days
-        in_weekdays = (day.isoweekday() % 7) in self.weekdays
-        # Vixie cron: when both day fields are restricted, either one matching is enough.
-        if self.day_restricted and self.weekday_restricted:
-            return in_days or in_weekdays
-        if self.day_restricted:
-            return in_days
-        if self.weekday_restricted:
-            return in_weekdays
-        return True
 
 
-def _cron_values(text: str, name: str, low: int, high: int, names: dict[str, int]) -> set[int]:
-    values: set[int] = set()
-    for part in text.split(","):
-        step = 1
-        if "/" in part:
-            part, step_text = part.split("/", 1)
-            if not step_text.isdecimal() or int(step_text) == 0:
-                raise ScheduleError("cron", f'Bad step "/{step_text}" in the {name} field.')
-            step = int(step_text)
-        if part == "*":
-            first, last = low, high
-        elif "-" in part:
-            first_text, last_text = part.split("-", 1)
-            first, last = (
-                _cron_number(first_text, name, names),
-                _cron_number(last_text, name, names),
-            )
-        else:
-            first = _cron_number(part, name, names)
-            last = high if step > 1 else first
-        if not (low <= first <= high and low <= last <= high) or first > last:
-            raise ScheduleError("cron", f'"{part}" is outside {low}-{high} in the {name} field.')
-        values.update(range(first, last + 1, step))
+def _field_values(text: str, index: int) -> list[int]:
+    """One field expanded by croniter (the others "*"), or a ScheduleError naming the field."""
+    name, low, high = _CRON_FIELDS[index]
+    not_a_number = ScheduleError("cron", f'"{text}" is not a number in the {name} field.')
+    if not _PLAIN_FIELD.fullmatch(text):  # croniter's "?", "#" extensions
+        raise not_a_number
+    probe = ["*"] * 5
+    probe[index] = text
+    try:
+        values = croniter(" ".join(probe)).expanded[index]
+    except CroniterNotAlphaError as exc:
+        raise not_a_number from exc
+    except CroniterBadCronError as exc:
+        if "Hashed" in str(exc):  # croniter's "H"
+            raise not_a_number from exc
+        if "step" in str(exc):
+            raise ScheduleError("cron", f'Bad step in "{text}" in the {name} field.') from exc
+        raise ScheduleError(
+            "cron", f'"{text}" is outside {low}-{high} in the {name} field.'
+        ) from exc
+    if values == ["*"]:
+        return list(range(low, high + 1))
+    if not all(isinstance(value, int) for value in values):  # croniter's "L"
+        raise not_a_number
     return values
 
 
-def _cron_number(text: str, name: str, names: dict[str, int]) -> int:
-    lowered = text.strip().lower()
-    if lowered in names:
-        return names[lowered]
-    if not lowered.isdecimal():
-        raise ScheduleError("cron", f'"{text}" is not a number in the {name} field.')
-    return int(lowered)
+def _check_ranges(text: str, index: int) -> None:
+    # croniter reads "5-1" as a wrap-around; a schedule says what it means: ranges run upwards.
+    name, low, high = _CRON_FIELDS[index]
+    for part in text.split(","):
+        ends = part.split("/", 1)[0].split("-")
+        if len(ends) == 2 and _field_values(ends[0], index) > _field_values(ends[1], index):
+            raise ScheduleError("cron", f'"{part}" is outside {low}-{high} in the {name} field.')
 
 
 def parse_cron(expression: str) -> CronExpression:
@@ -181,50 +171,55 @@ def parse_cron(expression: str) -> CronExpression:
         raise ScheduleError(
             "cron", "Needs 5 fields: minute hour day-of-month month day-of-week (e.g. 0 7 * * 1)."
         )
-    minute, hour, day, month = (
-        _cron_values(text, name, low, high, _MONTH_NAMES if name == "month" else {})
-        for text, (name, low, high) in zip(fields[:4], _CRON_FIELDS, strict=True)
+    for index, text in enumerate(fields):
+        _check_ranges(text, index)
+    minutes, hours, days, months, weekdays = (
+        _field_values(text, index) for index, text in enumerate(fields)
     )
-    weekdays = {value % 7 for value in _cron_values(fields[4], *_DOW, _DAY_NAMES)}
     return CronExpression(
-        minutes=tuple(sorted(minute)),
-        hours=tuple(sorted(hour)),
-        days=frozenset(day),
-        months=frozenset(month),
-        weekdays=frozenset(weekdays),
-        day_restricted=fields[2] != "*",
-        weekday_restricted=fields[4] != "*",
+        text=" ".join(fields),
+        minutes=tuple(sorted(minutes)),
+        hours=tuple(sorted(hours)),
+        days=frozenset(days),
+        months=frozenset(months),
+        weekdays=frozenset(value % 7 for value in weekdays),
     )
 
 
-def _cron_times_of_day(cron: CronExpression, day: dt.date, tz: ZoneInfo) -> list[dt.datetime]:
-    """The distinct instants a cron fires on local ``day`` (a fold fires once, a gap shifts)."""
-    if not cron.matches_day(day):
-        return []
-    times = {local_datetime(day, dt.time(h, m), tz) for h in cron.hours for m in cron.minutes}
-    return sorted(times, key=_utc)
+def _cron_fire(
+    cron: CronExpression, edge: dt.datetime, tz: ZoneInfo, backwards: bool
+) -> dt.datetime:
+    """The fire time nearest ``edge``, strictly after it (or before it, ``backwards``).
+
+    A DST gap shifts a wall time by the gap's length, which can reorder the instants of one
+    local day: the wall times are taken a whole local day at a time and ordered as instants.
+    """
+    local = edge.astimezone(tz).replace(tzinfo=None)
+    start = local + dt.timedelta(days=1 if backwards else -1)  # a gap may shift into that day
+    walls = croniter(cron.text, start, max_years_between_matches=CRON_SEARCH_YEARS)
+    step = walls.get_prev if backwards else walls.get_next
+    day, found = None, []
+    try:
+        while True:
+            wall = step(dt.datetime)
+            if wall.date() != day and found:
+                return max(found) if backwards else min(found)
+            day = wall.date()
+            moment = _utc(local_datetime(day, wall.time(), tz))
+            if (moment < _utc(edge)) if backwards else (moment > _utc(edge)):
+                found.append(moment)
+    except CroniterBadDateError as exc:
+        raise ScheduleError("cron", "Never fires (no matching date within five years).") from exc
 
 
 def cron_next(cron: CronExpression, after: dt.datetime, tz: ZoneInfo) -> dt.datetime:
     """The first fire time strictly after ``after``."""
-    day = after.astimezone(tz).date() - dt.timedelta(days=1)  # a gap may shift into today
-    for _ in range(CRON_SEARCH_DAYS):
-        for moment in _cron_times_of_day(cron, day, tz):
-            if _utc(moment) > _utc(after):
-                return _utc(moment)
-        day += dt.timedelta(days=1)
-    raise ScheduleError("cron", "Never fires (no matching date within five years).")
+    return _cron_fire(cron, after, tz, backwards=False)
 
 
 def cron_previous(cron: CronExpression, before: dt.datetime, tz: ZoneInfo) -> dt.datetime:
     """The last fire time strictly before ``before``."""
-    day = before.astimezone(tz).date() + dt.timedelta(days=1)
-    for _ in range(CRON_SEARCH_DAYS):
-        for moment in reversed(_cron_times_of_day(cron, day, tz)):
-            if _utc(moment) < _utc(before):
-                return _utc(moment)
-        day -= dt.timedelta(days=1)
-    raise ScheduleError("cron", "Never fires (no matching date within five years).")
+    return _cron_fire(cron, before, tz, backwards=True)
 
 
 # -- schedules -------------------------------------------------------------------------------

@@ -13,15 +13,18 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 from openpyxl.chart import BarChart, Reference
+from openpyxl.chart.series import SeriesLabel
+from openpyxl.comments import Comment
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from config.cellsafety import SafeWorkbook, safe_csv_writer
-from reports.charts import render_charts
+from core.tabular.cellsafety import SafeWorkbook, safe_csv_writer
+from reports.charts import chart_gaps, render_charts
 from reports.content import (
     CHARGEBACK_COLUMNS,
     COST_COLUMNS,
+    NO_DATA,
     UTILIZATION_COLUMNS,
     UTILIZATION_GROUPS,
 )
@@ -75,6 +78,7 @@ def render_html(
         {
             "numbers": numbers,
             "charts": sources,
+            "chart_gaps": chart_gaps(numbers),
             "mode": mode,
             "report_url": report_url,
             "base_url": settings.FLEETWISE_BASE_URL,
@@ -114,10 +118,34 @@ def _write_table(
             value = row.get(column)
             if isinstance(value, dict | list):
                 value = str(value)
+            if value is None:
+                _no_data_cell(sheet.cell(row=row_number, column=index), row, column)
+                continue
             cell = sheet.cell(row=row_number, column=index, value=value)
             if isinstance(value, float):
                 cell.number_format = PERCENT_FORMAT if column in SHARE_COLUMNS else NUMBER_FORMAT
     return row_number
+
+
+def _no_data_cell(cell, row: dict[str, Any], column: str) -> None:
+    """A figure without data reads "—" (never blank, never 0), its reason in a cell note."""
+    cell.value = NO_DATA
+    cell.comment = Comment(no_data_reason(row, column), "Fleetwise")
+
+
+def no_data_reason(row: dict[str, Any], column: str) -> str:
+    """Why a report figure is missing, in words (the row's own reason when it has one)."""
+    if row.get("no_data_reason"):
+        return str(row["no_data_reason"])
+    if column in ("previous", "delta"):
+        return "no figure for the previous period"
+    if row.get("utilization_reason") and column in UTILIZATION_COLUMNS:
+        return str(row["utilization_reason"])
+    if column.startswith("cost_per") or column.endswith("_share"):
+        return "undefined: nothing measured to divide by in this period"
+    if "cost" in column:
+        return "no cost data for this row in this period"
+    return "no usage records for this row in this period"
 
 
 def _bar_chart(
@@ -130,7 +158,10 @@ def _bar_chart(
     last_row: int,
     y_title: str = "",
     percent: bool = False,
+    first_row: int | None = None,
 ) -> BarChart:
+    """A bar chart of rows ``first_row`` (default: below the header) to ``last_row``; series
+    titled from the header row."""
     chart = BarChart()
     chart.type = "bar"
     chart.title = title
@@ -140,28 +171,78 @@ def _bar_chart(
         chart.y_axis.number_format = "0%"
         chart.y_axis.scaling.min = 0
         chart.y_axis.scaling.max = 1
+    first = first_row or header_row + 1
     for column in value_columns:
-        data = Reference(
-            sheet, min_col=column, min_row=header_row, max_row=max(last_row, header_row)
-        )
-        chart.add_data(data, titles_from_data=True)
-    labels = Reference(
-        sheet, min_col=label_column, min_row=header_row + 1, max_row=max(last_row, header_row + 1)
-    )
+        data = Reference(sheet, min_col=column, min_row=first, max_row=max(last_row, first))
+        title = sheet.cell(row=header_row, column=column).value
+        chart.add_data(data, titles_from_data=False)
+        chart.series[-1].tx = SeriesLabel(v=str(title))
+    labels = Reference(sheet, min_col=label_column, min_row=first, max_row=max(last_row, first))
     chart.set_categories(labels)
     return chart
 
 
-def render_xlsx(numbers: dict[str, Any]) -> bytes:
-    """A workbook: Summary with charts, then one data sheet per table; native Excel charts.
+def _chargeback_sheet(sheet: Worksheet, teams: list[dict[str, Any]]) -> None:
+    """One table (teams currency by currency) and one native chart per currency: charges in
+    two currencies never share a money axis."""
+    _write_table(sheet, CHARGEBACK_COLUMNS, teams)  # grouped by currency (reports.content)
+    charged = CHARGEBACK_COLUMNS.index("chargeback_cost") + 1
+    first = 2
+    for number, currency in enumerate(dict.fromkeys(row["currency"] for row in teams)):
+        count = sum(1 for row in teams if row["currency"] == currency)
+        chart = _bar_chart(
+            f"Chargeback per team ({currency})",
+            sheet,
+            label_column=1,
+            value_columns=[charged],
+            header_row=1,
+            last_row=first + count - 1,
+            first_row=first,
+            y_title=currency,
+        )
+        sheet.add_chart(chart, f"J{2 + 16 * number}")
+        first += count
 
-    Names (schedules, clusters, teams) are user text: `SafeWorkbook` keeps them text cells.
-    """
-    workbook = SafeWorkbook()
-    summary = workbook.active
+
+def _waste_sheet(sheet: Worksheet, rows: list[dict[str, Any]]) -> None:
+    """Money lost per factor: one table and one native chart per currency (two currencies
+    never share a money axis), stacked."""
+    if not rows:
+        _write_table(sheet, ["label", "currency", "lost_cost"], [])
+        sheet.cell(row=2, column=1, value=f"{NO_DATA} no cost data in this period")
+        return
+    header = 1
+    for number, currency in enumerate(dict.fromkeys(row["currency"] for row in rows)):
+        mine = [row for row in rows if row["currency"] == currency]
+        last = _write_table(
+            sheet,
+            ["label", "currency", "lost_cost"],
+            mine,
+            start_row=header,
+            headers=["Factor", "Currency", f"Lost ({currency})"],
+        )
+        chart = _bar_chart(
+            f"Money lost per factor ({currency})",
+            sheet,
+            label_column=1,
+            value_columns=[3],
+            header_row=header,
+            last_row=last,
+        )
+        sheet.add_chart(chart, f"E{2 + 16 * number}")
+        header = last + 2
+
+
+def _summary_sheet(summary: Worksheet, numbers: dict[str, Any]) -> None:
+    """Title, factors (with their chart), figures, recommendations and notes."""
     summary.title = "Summary"
-    sections = set(numbers["sections"])
     currency = numbers["summary"]["currency"]
+    figures = [
+        {**row, "label": f"{row['label']} ({currency})"}
+        if row["unit"] == "money" and currency
+        else row
+        for row in numbers["summary"]["figures"]
+    ]
     summary["A1"] = numbers["schedule"]["name"]
     summary["A1"].font = Font(bold=True, size=14)
     summary["A2"] = (
@@ -170,32 +251,30 @@ def render_xlsx(numbers: dict[str, Any]) -> bytes:
     )
     summary["A3"] = f"Previous period: {numbers['previous_period']['label']}"
     factor_header = 5
+    columns = ["label", "value", "previous", "delta", "arrow"]
     last = _write_table(
         summary,
-        ["label", "value", "previous", "delta", "arrow"],
+        columns,
         numbers["summary"]["factors"],
         start_row=factor_header,
         headers=["Factor", "This period", "Previous period", "Change", "Trend"],
     )
-    summary.add_chart(
-        _bar_chart(
-            "Effective utilization and factors",
-            summary,
-            label_column=1,
-            value_columns=[2, 3],
-            header_row=factor_header,
-            last_row=last,
-            percent=True,
-        ),
-        "H2",
+    chart = _bar_chart(
+        "Effective utilization and factors",
+        summary,
+        label_column=1,
+        value_columns=[2, 3],
+        header_row=factor_header,
+        last_row=last,
+        percent=True,
     )
-    figures_header = last + 2
+    summary.add_chart(chart, "H2")
     last = _write_table(
         summary,
-        ["label", "value", "previous", "delta", "arrow"],
-        numbers["summary"]["figures"],
-        start_row=figures_header,
-        headers=["Figure", "This period", "Previous period", "Change", f"Trend ({currency})"],
+        columns,
+        figures,
+        start_row=last + 2,
+        headers=["Figure", "This period", "Previous period", "Change", "Trend"],
     )
     recommendation_row = last + 2
     summary.cell(row=recommendation_row, column=1, value="Recommendations").font = Font(bold=True)
@@ -207,93 +286,97 @@ def render_xlsx(numbers: dict[str, Any]) -> bytes:
         summary.cell(row=recommendation_row + offset, column=1, value=f"Note: {warning}")
     summary.column_dimensions["A"].width = 34
 
+
+def _table_sheet(
+    workbook: SafeWorkbook,
+    title: str,
+    columns: Sequence[str],
+    rows: list[dict[str, Any]],
+    chart: dict[str, Any] | None = None,
+) -> None:
+    """One data sheet; with ``chart`` (title, label_column, value_column, anchor, percent) a
+    native bar chart of its rows, when there are any."""
+    sheet = workbook.create_sheet(title)
+    last = _write_table(sheet, columns, rows)
+    if chart is None or not rows:
+        return
+    figure = _bar_chart(
+        chart["title"],
+        sheet,
+        label_column=chart["label_column"],
+        value_columns=[chart["value_column"]],
+        header_row=1,
+        last_row=last,
+        percent=chart.get("percent", False),
+    )
+    sheet.add_chart(figure, chart["anchor"])
+
+
+def _utilization_sheets(workbook: SafeWorkbook, numbers: dict[str, Any]) -> None:
+    share = 1 + UTILIZATION_COLUMNS.index("allocation_share") + 1
+    for group in UTILIZATION_GROUPS:
+        chart = {
+            "title": f"Utilization per {group}",
+            "label_column": 1,
+            "value_column": share,
+            "anchor": f"{get_column_letter(len(UTILIZATION_COLUMNS) + 3)}2",
+            "percent": True,
+        }
+        _table_sheet(
+            workbook,
+            UTILIZATION_SHEETS[group],
+            ["name", *UTILIZATION_COLUMNS],
+            numbers["utilization"][group],
+            chart if group in ("cluster", "pool") else None,
+        )
+
+
+FAILURE_COLUMNS = (
+    "cluster",
+    "failed_jobs",
+    "node_fail_jobs",
+    "preempted_jobs",
+    "lost_card_hours",
+    "down_card_hours",
+    "effective_time",
+)
+IDLE_COLUMNS = ("cluster", "pool", "idle_card_hours", "idle_share", "idle_cost", "currency")
+RECOMMENDATION_COLUMNS = ("cluster", "factor", "lost_cost", "lost_cost_per_month", "currency")
+
+
+def render_xlsx(numbers: dict[str, Any]) -> bytes:
+    """A workbook: Summary with charts, then one data sheet per table; native Excel charts.
+
+    Names (schedules, clusters, teams) are user text: `SafeWorkbook` keeps them text cells.
+    """
+    workbook = SafeWorkbook()
+    _summary_sheet(workbook.active, numbers)
+    sections = set(numbers["sections"])
     if "utilization" in sections:
-        for group in UTILIZATION_GROUPS:
-            sheet = workbook.create_sheet(UTILIZATION_SHEETS[group])
-            rows = numbers["utilization"][group]
-            last = _write_table(sheet, ["name", *UTILIZATION_COLUMNS], rows)
-            if group in ("cluster", "pool") and rows:
-                sheet.add_chart(
-                    _bar_chart(
-                        f"Utilization per {group}",
-                        sheet,
-                        label_column=1,
-                        value_columns=[1 + UTILIZATION_COLUMNS.index("allocation_share") + 1],
-                        header_row=1,
-                        last_row=last,
-                        percent=True,
-                    ),
-                    f"{get_column_letter(len(UTILIZATION_COLUMNS) + 3)}2",
-                )
+        _utilization_sheets(workbook, numbers)
     if "idle" in sections:
-        sheet = workbook.create_sheet("Top idle pools")
-        columns = ["cluster", "pool", "idle_card_hours", "idle_share", "idle_cost", "currency"]
-        last = _write_table(sheet, columns, numbers["idle"]["top_pools"])
-        if numbers["idle"]["top_pools"]:
-            sheet.add_chart(
-                _bar_chart(
-                    "Idle card-hours per pool",
-                    sheet,
-                    label_column=2,
-                    value_columns=[3],
-                    header_row=1,
-                    last_row=last,
-                ),
-                "I2",
-            )
+        idle_chart = {"title": "Idle card-hours per pool", "label_column": 2, "value_column": 3}
+        _table_sheet(
+            workbook,
+            "Top idle pools",
+            IDLE_COLUMNS,
+            numbers["idle"]["top_pools"],
+            {**idle_chart, "anchor": "I2"},
+        )
     if "costs" in sections:
-        sheet = workbook.create_sheet("Costs by cluster")
-        _write_table(sheet, ["name", *COST_COLUMNS], numbers["costs"]["clusters"])
-        sheet = workbook.create_sheet("Costs by pool")
-        _write_table(sheet, ["name", *COST_COLUMNS], numbers["costs"]["pools"])
+        columns = ["name", *COST_COLUMNS]
+        _table_sheet(workbook, "Costs by cluster", columns, numbers["costs"]["clusters"])
+        _table_sheet(workbook, "Costs by pool", columns, numbers["costs"]["pools"])
     if "chargeback" in sections:
-        sheet = workbook.create_sheet("Chargeback")
-        teams = numbers["chargeback"]["teams"]
-        last = _write_table(sheet, CHARGEBACK_COLUMNS, teams)
-        if teams:
-            sheet.add_chart(
-                _bar_chart(
-                    "Chargeback per team",
-                    sheet,
-                    label_column=1,
-                    value_columns=[CHARGEBACK_COLUMNS.index("chargeback_cost") + 1],
-                    header_row=1,
-                    last_row=last,
-                ),
-                "J2",
-            )
+        _chargeback_sheet(workbook.create_sheet("Chargeback"), numbers["chargeback"]["teams"])
     if "waste" in sections:
-        sheet = workbook.create_sheet("Waste by factor")
-        last = _write_table(sheet, ["label", "lost_cost"], numbers["waste"])
-        if numbers["waste"]:
-            sheet.add_chart(
-                _bar_chart(
-                    "Money lost per factor",
-                    sheet,
-                    label_column=1,
-                    value_columns=[2],
-                    header_row=1,
-                    last_row=last,
-                ),
-                "D2",
-            )
+        _waste_sheet(workbook.create_sheet("Waste by factor"), numbers["waste"])
     if "failures" in sections:
-        sheet = workbook.create_sheet("Failures")
-        columns = [
-            "cluster",
-            "failed_jobs",
-            "node_fail_jobs",
-            "preempted_jobs",
-            "lost_card_hours",
-            "down_card_hours",
-            "effective_time",
-        ]
-        _write_table(sheet, columns, numbers["failures"]["clusters"])
+        _table_sheet(workbook, "Failures", FAILURE_COLUMNS, numbers["failures"]["clusters"])
     if numbers["recommendations"]:
-        sheet = workbook.create_sheet("Recommendations")
-        columns = ["cluster", "factor", "lost_cost", "lost_cost_per_month", "currency", "text"]
-        _write_table(sheet, columns, numbers["recommendations"])
-        sheet.column_dimensions["F"].width = 100
+        columns = [*RECOMMENDATION_COLUMNS, "text"]
+        _table_sheet(workbook, "Recommendations", columns, numbers["recommendations"])
+        workbook["Recommendations"].column_dimensions["F"].width = 100
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
@@ -339,7 +422,7 @@ def csv_rows(numbers: dict[str, Any]) -> list[dict[str, Any]]:
     for row in numbers["chargeback"]["teams"]:
         add("chargeback", "team", row["team"], row, CHARGEBACK_COLUMNS[1:])
     for row in numbers["waste"]:
-        add("waste", "factor", row["factor"], row, ("lost_cost",))
+        add("waste", f"factor {row['currency']}", row["factor"], row, ("lost_cost",))
     for row in numbers["failures"]["clusters"]:
         add("failures", "cluster", row["cluster"], row, tuple(k for k in row if k != "cluster"))
     for index, row in enumerate(numbers["recommendations"], start=1):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import smtplib
-import time
 from dataclasses import dataclass
 from email.mime.image import MIMEImage
 
@@ -30,6 +29,8 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from core.faults import injected_pause
+from core.jobs.dispatch import send_or_defer, send_task
 from reports import content, periods, render
 from reports.charts import render_charts
 from reports.models import (
@@ -115,8 +116,6 @@ def tick(now: dt.datetime | None = None) -> list[int]:
     UPDATE on its old ``next_run_at``, so a duplicated tick skips it; even if two ticks both
     got through, the periods are the same and the reports collapse on the unique constraint.
     """
-    from reports.tasks import generate_report
-
     now = now or timezone.now()
     created_ids: list[int] = []
     due = ReportSchedule.objects.filter(enabled=True, next_run_at__lte=now).order_by("pk")
@@ -137,9 +136,8 @@ def tick(now: dt.datetime | None = None) -> list[int]:
                 )
                 if created:
                     created_ids.append(report.pk)
-                    transaction.on_commit(
-                        lambda pk=report.pk: generate_report.delay(pk), robust=True
-                    )
+                    # After commit; deferred while the broker is down, sent once it is back.
+                    send_or_defer(report)
     return created_ids
 
 
@@ -148,14 +146,12 @@ def run_now(
 ) -> tuple[Report, bool]:
     """Queue the report of ``period`` ("run now"). An existing report is returned as it is,
     except one whose generation failed, which is queued again."""
-    from reports.tasks import generate_report
-
     report, created = get_or_create_report(
         schedule, period, trigger=Trigger.MANUAL, user=user, deliver=deliver
     )
     queue = created or report.status == ReportStatus.FAILED
     if queue:
-        transaction.on_commit(lambda: generate_report.delay(report.pk), robust=True)
+        send_or_defer(report)
     return report, queue
 
 
@@ -197,8 +193,7 @@ def generate(report_id: int) -> Outcome:
     if not claimed:
         status = Report.objects.filter(pk=report_id).values_list("status", flat=True).first()
         return Outcome(False, status or "missing")
-    if settings.REPORT_GENERATE_DELAY_S:  # fault injection (tests): room to kill the worker
-        time.sleep(settings.REPORT_GENERATE_DELAY_S)
+    injected_pause("REPORT_GENERATE_DELAY_S")
     report = Report.objects.select_related("schedule").get(pk=report_id)
     schedule = report.schedule
     try:
@@ -350,14 +345,13 @@ def deliver(report_id: int) -> Outcome:
 
 def retry_delivery(report: Report) -> bool:
     """Queue another delivery of a failed (or stuck sending) report; False if not applicable."""
-    from reports.tasks import deliver_report
-
     stuck = Q(status=ReportStatus.SENDING, claimed_at__lt=timezone.now() - STALE_CLAIM)
     updated = Report.objects.filter(
         Q(status=ReportStatus.DELIVERY_FAILED) | stuck, pk=report.pk
     ).update(status=ReportStatus.DELIVERY_FAILED)
     if updated:
-        transaction.on_commit(lambda: deliver_report.delay(report.pk), robust=True)
+        # By task name: services sit below the tasks that call them.
+        transaction.on_commit(lambda: send_task("reports.deliver_report", report.pk), robust=True)
     return bool(updated)
 
 

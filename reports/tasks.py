@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
-from config.recovery import DURABLE_TASK_OPTIONS, heartbeat
+from core.jobs.recovery import DURABLE_TASK_OPTIONS, heartbeat
 from reports import services
-from reports.models import ReportStatus
+from reports.models import Report, ReportStatus
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +25,8 @@ def tick() -> dict:
 
 @shared_task(name="reports.generate_report", **DURABLE_TASK_OPTIONS)
 def generate_report(report_id: int) -> dict:
-    # The claim's time is the heartbeat: killed mid-generation, config.recovery re-sends it.
-    with heartbeat("reports.Report", report_id):
+    # The claim's time is the heartbeat: killed mid-generation, core.jobs.recovery re-sends it.
+    with heartbeat(Report, report_id):
         outcome = services.generate(report_id)
     if outcome.status == ReportStatus.GENERATED:
         # Also when another worker generated it: deliver's own claim keeps it to one e-mail.
@@ -33,9 +34,12 @@ def generate_report(report_id: int) -> dict:
     return {"report_id": report_id, "generated": outcome.done, "status": outcome.status}
 
 
-def delivery_countdown_s(retries: int) -> float:
-    """Back-off before the next attempt: base × 2^retries, at most an hour."""
-    return min(settings.REPORTS_DELIVERY_RETRY_BASE_S * 2**retries, 3600.0)
+def delivery_countdown_s(retries: int) -> int:
+    """Back-off before the next attempt: Celery's exponential back-off with full jitter (what
+    ``retry_backoff``/``retry_jitter`` compute), up to base × 2^retries s, at most an hour.
+    Computed here, not as task options, so the base setting is read at each retry."""
+    base_s = max(1, round(settings.REPORTS_DELIVERY_RETRY_BASE_S))
+    return get_exponential_backoff_interval(base_s, retries, 3600, full_jitter=True)
 
 
 @shared_task(bind=True, name="reports.deliver_report", **DURABLE_TASK_OPTIONS)

@@ -14,8 +14,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from access.pages import role_required
 from access.roles import ADMIN, PLANNER, VIEWER, has_role
-from frontend.permissions import role_required
 from reports import selectors, services
 from reports.forms import RunNowForm, ScheduleForm
 from reports.models import ReportFormat, ReportSchedule, ReportStatus

@@ -16,8 +16,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from access.roles import ADMIN, PLANNER, VIEWER
-from config.concurrency import ConditionalUpdateMixin
-from config.exporting import TabularListMixin
+from core.concurrency import ConditionalUpdateMixin
+from core.tabular.exporting import TabularListMixin
 from reports import content, selectors, services
 from reports.api.serializers import (
     ReportDetailSerializer,

@@ -1,0 +1,44 @@
+"""The alerts page: active and acknowledged events, the rules, a form for a new rule."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from access.pages import role_required
+from access.roles import PLANNER, VIEWER, has_role
+from alerts import selectors, services
+from alerts.forms import AlertRuleForm
+
+EVENT_ROWS = 100
+
+
+@role_required(read_role=VIEWER, write_role=PLANNER)
+def alert_list(request):
+    form = AlertRuleForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        rule = form.save(commit=False)
+        rule.created_by = request.user
+        rule.save()
+        services.evaluate(rule)
+        messages.success(request, f"Rule “{rule.name}” saved and evaluated: {rule.state}.")
+        return redirect("alerts:list")
+    events = selectors.events_for(request.user)
+    context = {
+        "active": events.filter(cleared_at__isnull=True)[:EVENT_ROWS],
+        "past": events.filter(cleared_at__isnull=False)[:EVENT_ROWS],
+        "rules": selectors.rules_for(request.user),
+        "form": form,
+        "can_edit": has_role(request.user, PLANNER),
+    }
+    return render(request, "alerts/list.html", context, status=400 if form.errors else 200)
+
+
+@role_required(read_role=PLANNER, write_role=PLANNER)
+@require_POST
+def acknowledge(request, pk: int):
+    event = get_object_or_404(selectors.events_for(request.user), pk=pk)
+    if services.acknowledge(event, request.user):
+        messages.success(request, f"Acknowledged: {event.message}")
+    return redirect("alerts:list")

@@ -1,0 +1,1 @@
+"""GPU telemetry: DCGM metrics from Prometheus (or a text export) rolled up per day."""

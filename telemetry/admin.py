@@ -1,0 +1,34 @@
+from django.contrib import admin
+
+from telemetry.models import GpuDay, HostPattern, JobDay, PrometheusSource, TelemetryFetch
+
+
+@admin.register(PrometheusSource)
+class PrometheusSourceAdmin(admin.ModelAdmin):
+    list_display = ["cluster", "url", "enabled", "has_token", "scrape_interval_s", "step_s"]
+    exclude = ["token_encrypted"]  # set through the API; never shown
+
+
+@admin.register(HostPattern)
+class HostPatternAdmin(admin.ModelAdmin):
+    list_display = ["cluster", "pattern", "node_group", "priority"]
+    list_filter = ["cluster"]
+
+
+@admin.register(TelemetryFetch)
+class TelemetryFetchAdmin(admin.ModelAdmin):
+    list_display = ["pk", "cluster", "kind", "period_start", "period_end", "status", "progress"]
+    list_filter = ["status", "kind"]
+    readonly_fields = [f.name for f in TelemetryFetch._meta.fields]
+
+
+@admin.register(GpuDay)
+class GpuDayAdmin(admin.ModelAdmin):
+    list_display = ["day", "hostname", "gpu", "pool", "tensor_active", "energy_kwh", "idle_h"]
+    list_filter = ["cluster", "day"]
+
+
+@admin.register(JobDay)
+class JobDayAdmin(admin.ModelAdmin):
+    list_display = ["day", "job_id", "account", "allocated_card_h", "active_card_h", "idle_card_h"]
+    list_filter = ["cluster", "day"]

@@ -1,0 +1,25 @@
+from django.urls import path
+from rest_framework.routers import DefaultRouter
+
+from telemetry.api import views
+
+router = DefaultRouter()
+router.register("telemetry/sources", views.PrometheusSourceViewSet, basename="telemetry-source")
+router.register("telemetry/host-patterns", views.HostPatternViewSet, basename="host-pattern")
+router.register("telemetry/fetches", views.TelemetryFetchViewSet, basename="telemetry-fetch")
+
+urlpatterns = [
+    *router.urls,
+    path("telemetry/gpus/", views.GpuRollupRowsView.as_view(), name="telemetry-gpus"),
+    path("telemetry/teams/", views.TeamActivityRowsView.as_view(), name="telemetry-teams"),
+    path(
+        "telemetry/wasted-allocation/",
+        views.WastedAllocationRowsView.as_view(),
+        name="telemetry-wasted-allocation",
+    ),
+    path(
+        "telemetry/chargeback/rows/",
+        views.ActivityChargebackRowsView.as_view(),
+        name="telemetry-chargeback-rows",
+    ),
+]
