@@ -25,9 +25,10 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_safe
 
-from config.frames import json_rows
-from config.renderers import CSVRenderer, XLSXRenderer
-from frontend.permissions import role_required
+from access.pages import role_required
+from core.frames import json_rows
+from core.tabular.columns import dated_filename
+from core.tabular.renderers import CSVRenderer, XLSXRenderer
 
 DataFunction = Callable[[HttpRequest], pd.DataFrame]
 FigureFunction = Callable[[pd.DataFrame], go.Figure]
@@ -150,5 +151,6 @@ def chart_data(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
         _table_body(frame), renderer_context={"view": view, "response": response}
     )
     response.content = body
-    response["Content-Disposition"] = f'attachment; filename="{key}.{fmt}"'
+    name = dated_filename(key, request.GET)
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -12,7 +12,9 @@ from typing import Any
 
 from django import forms
 
+from core.bounds import WithinLimit
 from inventory.models import AcceleratorModel, Pool, Site
+from planner.engine.limits import limit, range_error
 from planner.plans import DEFAULT_HISTORY_DAYS
 
 BILLION = 1e9
@@ -42,8 +44,24 @@ ERROR_FIELDS = {
 }
 
 
-def _number_list(text: str, *, whole: bool, field: str) -> list[float]:
-    """ "512, 1024 2048" → [512, 1024, 2048]; raises naming the bad item."""
+class WithinLimitInBillions:
+    """A form validator for a value entered in billions of the named limit's unit."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, value: float) -> None:
+        if range_error(self.name, value * BILLION):
+            bound = limit(self.name)
+            raise forms.ValidationError(
+                f"Must be a number from {bound.low / BILLION:g} to {bound.high / BILLION:g} "
+                f"billion {bound.unit}.",
+                code="out_of_range",
+            )
+
+
+def _number_list(text: str, *, whole: bool, field: str, limit_name: str) -> list[float]:
+    """ "512, 1024 2048" → [512, 1024, 2048]; raises naming the bad item and the range."""
     items = [item for item in re.split(r"[,;\s]+", text.strip()) if item]
     values: list[float] = []
     for item in items:
@@ -54,6 +72,8 @@ def _number_list(text: str, *, whole: bool, field: str) -> list[float]:
         if value <= 0 or (whole and value != int(value)):
             kind = "whole numbers ≥ 1" if whole else "positive numbers"
             raise forms.ValidationError(f"Give {kind} for {field}: “{item}” is not.")
+        if message := range_error(limit_name, value):
+            raise forms.ValidationError(f"“{item}”: {message}")
         values.append(int(value) if whole else value)
     if len(values) > MAX_SIZES:
         raise forms.ValidationError(f"At most {MAX_SIZES} values.")
@@ -69,10 +89,14 @@ class PlanForm(forms.Form):
     name = forms.CharField(max_length=200, initial="New plan")
     # The training goal
     params_billions = forms.FloatField(
-        label="Parameters (billions)", min_value=0.001, help_text="N, e.g. 175 for GPT-3."
+        label="Parameters (billions)",
+        validators=[WithinLimitInBillions("model_params")],
+        help_text="N, e.g. 175 for GPT-3.",
     )
     tokens_billions = forms.FloatField(
-        label="Training tokens (billions)", min_value=0.001, help_text="D, e.g. 300."
+        label="Training tokens (billions)",
+        validators=[WithinLimitInBillions("tokens")],
+        help_text="D, e.g. 300.",
     )
     flops_per_param_token = forms.TypedChoiceField(
         label="FLOPs per parameter and token (k)",
@@ -81,9 +105,13 @@ class PlanForm(forms.Form):
         initial=6,
     )
     precision = forms.ChoiceField(choices=[("bf16", "BF16"), ("fp8", "FP8")], initial="bf16")
-    seq_len = forms.IntegerField(label="Sequence length (tokens)", min_value=1, initial=2048)
+    seq_len = forms.IntegerField(
+        label="Sequence length (tokens)", validators=[WithinLimit("seq_len")], initial=2048
+    )
     global_batch_sequences = forms.IntegerField(
-        label="Global batch (sequences)", min_value=1, initial=1536
+        label="Global batch (sequences)",
+        validators=[WithinLimit("global_batch_sequences")],
+        initial=1536,
     )
     zero_stage = forms.TypedChoiceField(
         label="ZeRO stage", choices=[(s, str(s)) for s in range(4)], coerce=int, initial=1
@@ -94,9 +122,15 @@ class PlanForm(forms.Form):
         initial="choose",
         widget=forms.RadioSelect,
     )
-    tp_degree = forms.IntegerField(label="Tensor parallel (TP)", min_value=1, required=False)
-    pp_degree = forms.IntegerField(label="Pipeline parallel (PP)", min_value=1, required=False)
-    dp_degree = forms.IntegerField(label="Data parallel (DP)", min_value=1, required=False)
+    tp_degree = forms.IntegerField(
+        label="Tensor parallel (TP)", validators=[WithinLimit("tp_degree")], required=False
+    )
+    pp_degree = forms.IntegerField(
+        label="Pipeline parallel (PP)", validators=[WithinLimit("pp_degree")], required=False
+    )
+    dp_degree = forms.IntegerField(
+        label="Data parallel (DP)", validators=[WithinLimit("dp_degree")], required=False
+    )
     # The options
     accelerators = forms.ModelMultipleChoiceField(
         label="Card models (new cards)",
@@ -137,8 +171,7 @@ class PlanForm(forms.Form):
     )
     history_days = forms.IntegerField(
         label="Usage history (days)",
-        min_value=0,
-        max_value=3650,
+        validators=[WithinLimit("history_days")],
         initial=DEFAULT_HISTORY_DAYS,
         help_text="Existing pools use the utilization, effective time and MFU measured over "
         "this many days; 0: modeled only.",
@@ -150,13 +183,13 @@ class PlanForm(forms.Form):
     )
     liquid_cooling_cost = forms.FloatField(
         label="Liquid-cooling retrofit, one-off cost",
-        min_value=0,
+        validators=[WithinLimit("money")],
         required=False,
         help_text="Optional: shows its payback per option.",
     )
     colocation_cost = forms.FloatField(
         label="Training/inference co-location, one-off cost",
-        min_value=0,
+        validators=[WithinLimit("money")],
         required=False,
         help_text="Optional: utilization to 90 %.",
     )
@@ -204,11 +237,19 @@ class PlanForm(forms.Form):
         return self.section(self.LEVER_FIELDS)
 
     def clean_cards(self) -> list[int]:
-        return _number_list(self.cleaned_data.get("cards") or "", whole=True, field="card counts")
+        return _number_list(
+            self.cleaned_data.get("cards") or "",
+            whole=True,
+            field="card counts",
+            limit_name="cards",
+        )
 
     def clean_deadline_days(self) -> list[float]:
         return _number_list(
-            self.cleaned_data.get("deadline_days") or "", whole=False, field="deadlines"
+            self.cleaned_data.get("deadline_days") or "",
+            whole=False,
+            field="deadlines",
+            limit_name="deadline_days",
         )
 
     def clean(self):

@@ -195,8 +195,8 @@ def start_import(form: UsageImportForm, user) -> ImportJob | None:
 
 def preview_import(form: UsageImportForm) -> dict | None:
     """The file's preview (nothing stored); None when the form or its options were refused."""
-    from accounting.imports.preview import preview_usage
     from accounting.parsing.layouts import LayoutError, layout_options
+    from accounting.usage_preview import preview_usage
 
     if not form.is_valid():
         return None

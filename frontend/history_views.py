@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from access.pages import RoleRequiredMixin
 from frontend.inventory_views import LIST_URL_NAMES, SECTION_TITLES
-from frontend.permissions import RoleRequiredMixin
 from frontend.templatetags.fleetwise_ui import detail_url_of
 from inventory.history import RevertRefused, history_entries, revert_to
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site

@@ -13,8 +13,8 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.generic import FormView, TemplateView
 
+from access.pages import PlannerRequiredMixin, RoleRequiredMixin
 from frontend.forms import ImportUploadForm
-from frontend.permissions import PlannerRequiredMixin, RoleRequiredMixin
 from inventory.imports import (
     CREATE,
     KINDS,

@@ -19,10 +19,10 @@ from django.urls import reverse
 from django.views.generic import CreateView, DeleteView, DetailView, ListView, TemplateView
 from django.views.generic.edit import UpdateView
 
-from config.concurrency import claim
+from access.pages import PlannerRequiredMixin, RoleRequiredMixin
+from core.concurrency import claim
 from frontend import filters
 from frontend.forms import OPENED_VERSION, add_opened_version
-from frontend.permissions import PlannerRequiredMixin, RoleRequiredMixin
 from frontend.templatetags.fleetwise_ui import detail_url_of
 from inventory.forms import (
     AcceleratorModelForm,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from frontend import charts, import_views
+from frontend import charts, import_views, sharing
 from frontend import inventory_views as inv
 from frontend.dashboards import analyses, costs, fleet, inference, planner, usage, usage_imports
 from frontend.history_views import history_urls
@@ -96,4 +96,5 @@ urlpatterns = [
     *costs.urlpatterns,
     *inference.urlpatterns,
     *planner.urlpatterns,
+    *sharing.urlpatterns,
 ]

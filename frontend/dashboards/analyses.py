@@ -25,12 +25,12 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe
 
+from access.pages import role_required
 from access.roles import PLANNER, has_role
-from config.bounds import WithinDates
+from core.bounds import WithinDates
 from frontend import charts
 from frontend.dashboards import analysis_selectors as sel
 from frontend.dashboards.money import money_context
-from frontend.permissions import role_required
 from inventory.models import Cluster, Pool, Site
 from planner import services
 from planner.models import Analysis, Scope
@@ -188,7 +188,23 @@ def factors_figure(frame: pd.DataFrame) -> go.Figure:
 
 def compute_by_scope_data(request: HttpRequest) -> pd.DataFrame:
     analysis = analysis_for_chart(request)
-    return pd.DataFrame() if analysis is None else sel.compute_by_scope_frame(analysis.results)
+    if analysis is None:
+        return pd.DataFrame()
+    frame = sel.compute_by_scope_frame(analysis.results)
+    # Drill-down targets ride in attrs, not in the download's columns.
+    detail = reverse("frontend:analysis-detail", args=[analysis.pk])
+    frame.attrs["targets"] = [
+        f"{detail}?scope={level}-{row[f'{level}_id']}"
+        for level in ("site", "cluster")
+        for row in analysis.results.get(f"{level}s", [])
+    ]
+    return frame
+
+
+def _with_targets(frame: pd.DataFrame, values: list) -> list:
+    """Each mark's value with its drill-down target last (page-tools.js opens it on click)."""
+    targets = frame.attrs.get("targets") or [""] * len(values)
+    return [[value, target] for value, target in zip(values, targets, strict=True)]
 
 
 def compute_by_scope_figure(frame: pd.DataFrame) -> go.Figure:
@@ -202,6 +218,7 @@ def compute_by_scope_figure(frame: pd.DataFrame) -> go.Figure:
                 x=names,
                 y=frame["nameplate_pflop_days"].tolist(),
                 marker_color="#c9d3df",
+                customdata=_with_targets(frame, frame["nameplate_pflop_days"].tolist()),
                 hovertemplate="%{x}<br>nameplate %{y:,.1f} PFLOP-days<extra></extra>",
             ),
             go.Bar(
@@ -209,9 +226,9 @@ def compute_by_scope_figure(frame: pd.DataFrame) -> go.Figure:
                 x=names,
                 y=frame["effective_pflop_days"].tolist(),
                 marker_color=charts.SERIES_COLOURS[0],
-                customdata=frame["effective_utilization_share"].tolist(),
+                customdata=_with_targets(frame, frame["effective_utilization_share"].tolist()),
                 hovertemplate="%{x}<br>effective %{y:,.1f} PFLOP-days "
-                "(%{customdata:.1%} of nameplate)<extra></extra>",
+                "(%{customdata[0]:.1%} of nameplate)<extra></extra>",
             ),
         ]
     )
@@ -561,6 +578,7 @@ def heterogeneous_pool(request: HttpRequest, pk: int, pool_id: int):
         if not speeds.empty
         else [],
         "recommended_label": sel.STRATEGY_LABELS.get(row.get("recommended_strategy"), ""),
+        "best_single_job": sel.best_single_job(strategies),
         "used_label": sel.STRATEGY_LABELS.get(row.get("strategy"), ""),
         "strategies_chart": chart_context(
             STRATEGIES, request, strategies, analysis=analysis, pool=pool_id

@@ -16,16 +16,9 @@ from django.db.models import Q
 
 from planner.analysis import WATERFALL_ORDER
 from planner.engine.defaults import STRATEGIES
-from planner.engine.factors import FACTOR_NAMES
+from planner.engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from planner.models import Analysis, AnalysisStatus, Scope
 
-FACTOR_LABELS = {
-    "energy": "Energy (1/PUE)",
-    "mfu": "MFU",
-    "scaling": "Scaling",
-    "effective_time": "Effective training time",
-    "utilization": "Utilization",
-}
 STRATEGY_LABELS = {
     "synchronous_uniform": "Synchronous, equal shares",
     "static_proportional": "Static, shares by speed",
@@ -302,6 +295,22 @@ def strategy_frame(pool_row: dict[str, Any]) -> pd.DataFrame:
             "used": [s == pool_row.get("strategy") for s in STRATEGIES],
         }
     )
+
+
+# Strategies that run one job across every card of a pool (the split runs one per card model).
+SINGLE_JOB_STRATEGIES = ("synchronous_uniform", "static_proportional", "dynamic_fine_grained")
+
+
+def best_single_job(strategies: pd.DataFrame) -> dict[str, Any] | None:
+    """The single-job strategy with the highest heterogeneity factor h (for a goal of one large
+    synchronous job); None when no single-job strategy has an h."""
+    single = strategies[
+        strategies["strategy"].isin(SINGLE_JOB_STRATEGIES)
+        & strategies["heterogeneity_factor"].notna()
+    ]
+    if single.empty:
+        return None
+    return single.loc[single["heterogeneity_factor"].idxmax()].to_dict()
 
 
 def card_speeds(snapshot: dict | None, pool_id: int) -> pd.DataFrame:

@@ -3,16 +3,20 @@ over time and the chargeback table per team, from the daily rollups (`usage_sele
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import plotly.graph_objects as go
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_safe
 
+from access.pages import role_required
+from frontend import drilldown
 from frontend.charts import SERIES_COLOURS, register, styled
 from frontend.dashboards import usage_selectors as data
-from frontend.dashboards.money import currency_panels
-from frontend.permissions import role_required
+from frontend.dashboards.money import currency_panels, reporting_currency
+from inventory.currency import in_reporting_currency
 
 PART_COLOURS = {
     "ownership_cost": "#264653",
@@ -38,6 +42,8 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     group = frame.columns[0]
     figure = None
     for figure, currency, rows, row, col in currency_panels(frame):
+        # Drill-down: the last customdata item opens the scope's page (frontend/drilldown.py).
+        targets = rows[["currency"]].assign(url=drilldown.mark_urls(group, rows[group], "costs"))
         for column, label in data.COST_PARTS.items():
             figure.add_trace(
                 go.Bar(
@@ -47,7 +53,7 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
                     legendgroup=column,
                     showlegend=col == 1,
                     marker_color=PART_COLOURS[column],
-                    customdata=rows[["currency"]].to_numpy(),
+                    customdata=targets.to_numpy(dtype=object),
                     hovertemplate=f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>",
                 ),
                 row=row,
@@ -65,6 +71,8 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
 def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
     figure = None
     index = 0
+    clusters = frame["cluster"].unique()
+    targets = dict(zip(clusters, drilldown.mark_urls("cluster", clusters, "costs"), strict=True))
     for figure, currency, rows_of_currency, row, col in currency_panels(frame):
         for cluster, rows in rows_of_currency.groupby("cluster", sort=False):
             fleet = cluster == data.ALL_CLUSTERS
@@ -78,7 +86,9 @@ def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
                         "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
                         "dash": "dash" if fleet else "solid",
                     },
-                    customdata=rows[["total_cost", "effective_pflop_days"]].to_numpy(),
+                    customdata=rows[["total_cost", "effective_pflop_days"]]
+                    .assign(url=targets[cluster])
+                    .to_numpy(dtype=object),
                     hovertemplate=(
                         f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
                         f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
@@ -173,6 +183,16 @@ def _sort_links(request, current: str) -> list[dict]:
     return headers
 
 
+def _converted(request, totals: list[dict], query: dict) -> dict | None:
+    """?currency=: the chargeback totals in the reporting currency, each rate named."""
+    target = reporting_currency(request)
+    if target is None or not totals:
+        return None
+    last_day = query["end"] - dt.timedelta(days=1)  # "end" is the day after the period
+    keys = ("used_cost", "idle_cost_share", "chargeback_cost")
+    return in_reporting_currency(totals, keys, target, last_day)
+
+
 @role_required()
 @require_safe
 def costs_dashboard(request):
@@ -191,10 +211,11 @@ def costs_dashboard(request):
         charts=[data.with_downloads(chart, request) for chart in page["charts"]],
         chargeback_chart=data.with_downloads(page["chargeback_chart"], request),
         chargeback_rows=table.to_dict("records") if not table.empty else [],
-        chargeback_totals=data.chargeback_totals(table),
+        chargeback_totals=(totals := data.chargeback_totals(table)),
         headers=_sort_links(request, sort),
         idle_rule_words=data.IDLE_RULE_WORDS[query["idle_rule"]],
         warnings=page["warnings"],
+        converted=_converted(request, totals, query),
     )
     return render(request, "frontend/dashboards/costs.html", context)
 

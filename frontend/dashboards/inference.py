@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
-from django.core.exceptions import BadRequest
-from django.http import HttpRequest
-from django.shortcuts import render
+from django.contrib import messages
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import HttpRequest, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
+from access.pages import role_required
+from access.roles import PLANNER, has_role
 from frontend import charts
-from frontend.permissions import role_required
 from inventory.models import AcceleratorModel
-from planner.api.inference_serializers import InferenceEstimateInputSerializer
-from planner.api.inference_views import estimate_inference
+from planner import inference_plans
 from planner.engine.inference.curve import latency_throughput_curve
 from planner.engine.limits import EngineInputError
+from planner.inference_estimate import estimate_inference
+from planner.inference_inputs import InferenceEstimateInputSerializer
+from planner.models import InferencePlan
+from planner.plans import can_edit
 
 CURVE = "planner-inference-roofline"
 # The example the page opens with (a 70B model, chat-like lengths, 10 requests/s).
@@ -41,6 +46,8 @@ FORM_FIELDS = (
     ("requests_per_s", "Target requests/s"),
     ("ttft_ms", "TTFT bound (ms)"),
     ("tpot_ms", "TPOT bound (ms)"),
+    ("ttft_p95_ms", "TTFT p95 bound (ms)"),
+    ("tpot_p95_ms", "TPOT p95 bound (ms)"),
     ("context_tokens", "Context reserved per sequence (tokens)"),
 )
 TABLE_COLUMNS = (
@@ -51,6 +58,9 @@ TABLE_COLUMNS = (
     ("batch", "Batch per replica"),
     ("ttft_ms", "TTFT (ms)"),
     ("tpot_ms", "TPOT (ms)"),
+    ("ttft_p95_ms", "TTFT p95 (ms)"),
+    ("tpot_p95_ms", "TPOT p95 (ms)"),
+    ("utilization", "Load / capacity"),
     ("tokens_per_s", "Output tokens/s"),
     ("mbu", "MBU"),
     ("energy_kwh_per_million_tokens", "kWh per million tokens"),
@@ -61,12 +71,13 @@ TABLE_COLUMNS = (
 )
 
 
-def query_input(request: HttpRequest) -> dict:
-    """The form's values: the query string, or the example when the query is empty."""
+def query_input(request: HttpRequest, query: QueryDict | None = None) -> dict:
+    """The form's values: the query string, or the example when the query is empty (a saved
+    plan's POST never falls back on the example)."""
     names = {name for name, _ in FORM_FIELDS} | {"weight_precision", "kv_precision"}
-    given = {k: v for k, v in request.GET.items() if k in names and v != ""}
-    data = given or dict(EXAMPLE)
-    accelerators = [a for a in request.GET.getlist("accelerator") if a]
+    given = {k: v for k, v in (query or request.GET).items() if k in names and v != ""}
+    data = given or ({} if query is not None else dict(EXAMPLE))
+    accelerators = [a for a in (query or request.GET).getlist("accelerator") if a]
     if accelerators:
         data["accelerator"] = accelerators
     return data
@@ -174,7 +185,105 @@ def inference_planner(request: HttpRequest):
     ]
     context["chart"] = charts.render_chart(CURVE, request, curve_from(result))
     context["whatif"] = whatif(data, result)
+    context["save"] = save_form(request, data)
     return render(request, "frontend/dashboards/planner_inference.html", context)
 
 
-urlpatterns = [path("planner/inference/", inference_planner, name="planner-inference")]
+# --- stored inference plans (planner.inference_plans) -----------------------------------------
+
+
+def save_form(request: HttpRequest, data: dict) -> dict | None:
+    """The "save as plan" form for planners: the inputs as hidden fields, and the plan it
+    updates when the tab was opened from a plan its user may change."""
+    if not has_role(request.user, PLANNER):
+        return None
+    hidden = [
+        (key, item)
+        for key, value in data.items()
+        for item in (value if isinstance(value, list) else [value])
+    ]
+    raw = request.GET.get("plan", "")
+    plan = InferencePlan.objects.filter(pk=int(raw)).first() if raw.isdecimal() else None
+    return {"hidden": hidden, "plan": plan if plan and can_edit(request.user, plan) else None}
+
+
+def _errors_in_words(errors: dict) -> str:
+    return "; ".join(f"{key}: {message}" for key, message in errors.items())
+
+
+def _editable(request: HttpRequest, pk: int) -> InferencePlan:
+    plan = get_object_or_404(InferencePlan, pk=pk)
+    if not can_edit(request.user, plan):
+        raise PermissionDenied("Only the plan's owner or an administrator may change it.")
+    return plan
+
+
+@role_required()
+@require_POST
+def inference_plan_save(request: HttpRequest):
+    """Save the tab's inputs as a new plan, or as the inputs of the plan it was opened from."""
+    data = query_input(request, request.POST)
+    name = request.POST.get("name", "").strip()[:200] or "Inference plan"
+    raw = request.POST.get("plan", "")
+    try:
+        if raw.isdecimal():
+            plan = inference_plans.update_inference_plan(
+                _editable(request, int(raw)), name=name, inputs=data
+            )
+        else:
+            plan = inference_plans.create_inference_plan(owner=request.user, name=name, inputs=data)
+    except inference_plans.InferencePlanInputError as exc:
+        messages.error(request, "Not saved: " + _errors_in_words(exc.errors))
+        return redirect(reverse("frontend:planner-inference") + "?" + request.POST.urlencode())
+    messages.success(request, f"Inference plan “{plan.name}” saved.")
+    return redirect("frontend:inference-plan-detail", plan.pk)
+
+
+@role_required()
+@require_safe
+def inference_plan_detail(request: HttpRequest, pk: int):
+    plan = get_object_or_404(InferencePlan.objects.select_related("owner"), pk=pk)
+    api = reverse("inference-plan-options", args=[plan.pk])
+    edit = QueryDict(mutable=True)
+    for key, value in inference_plans.query_string_inputs(plan):
+        edit.appendlist(key, value)
+    edit["plan"] = str(plan.pk)
+    context = {
+        "plan": plan,
+        "result": plan.results,
+        "columns": TABLE_COLUMNS,
+        "inputs": [
+            (key, ", ".join(map(str, value)) if isinstance(value, list) else value)
+            for key, value in sorted(plan.inputs.items())
+        ],
+        "can_edit": can_edit(request.user, plan),
+        "catalog_changes": inference_plans.catalog_changes_since(plan),
+        "edit_url": reverse("frontend:planner-inference") + "?" + edit.urlencode(),
+        "export": {"csv": f"{api}?format=csv", "xlsx": f"{api}?format=xlsx"},
+        "chart": charts.render_chart(CURVE, request, curve_from(plan.results)),
+    }
+    return render(request, "frontend/dashboards/planner_inference_plan.html", context)
+
+
+@role_required()
+@require_POST
+def inference_plan_recompute(request: HttpRequest, pk: int):
+    plan = _editable(request, pk)
+    try:
+        inference_plans.recompute_inference_plan(plan)
+        messages.success(request, "Recomputed with the current card catalog.")
+    except inference_plans.InferencePlanInputError as exc:
+        messages.error(request, "Not recomputed: " + _errors_in_words(exc.errors))
+    return redirect("frontend:inference-plan-detail", plan.pk)
+
+
+urlpatterns = [
+    path("planner/inference/", inference_planner, name="planner-inference"),
+    path("planner/inference/save/", inference_plan_save, name="inference-plan-save"),
+    path("planner/inference/plans/<int:pk>/", inference_plan_detail, name="inference-plan-detail"),
+    path(
+        "planner/inference/plans/<int:pk>/recompute/",
+        inference_plan_recompute,
+        name="inference-plan-recompute",
+    ),
+]

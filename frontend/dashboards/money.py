@@ -15,8 +15,8 @@ from django.http import HttpRequest
 from plotly.subplots import make_subplots
 
 from frontend.dashboards.analysis_selectors import FACTOR_LABELS, SUMMARY
-from inventory.currency import ISO_4217_CODES, conversions
-from planner.money import converted_total, money_by_currency
+from inventory.currency import ISO_4217_CODES, conversions, converted_total
+from planner.money import money_by_currency
 
 
 def scope_pools(results: dict[str, Any], key: str) -> list[dict[str, Any]]:

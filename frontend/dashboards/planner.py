@@ -23,28 +23,23 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST, require_safe
 from plotly.subplots import make_subplots
 
+from access.pages import role_required
 from access.roles import PLANNER, has_role
 from frontend import charts
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
-from frontend.permissions import role_required
 from planner import plans
-from planner.models import AnalysisStatus, Plan
+from planner.engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
+from planner.engine.factors import FACTOR_NAMES
+from planner.models import AnalysisStatus, InferencePlan, Plan
 
 SCATTER = "planner-days-vs-cost"
 TORNADO = "planner-sensitivity"
 IN_FLIGHT = (AnalysisStatus.QUEUED, AnalysisStatus.RUNNING)
 PLANS_PER_PAGE = 25
 OPTIONS_PER_PAGE = 100
-FACTORS = ("energy", "mfu", "scaling", "effective_time", "utilization")
-FACTOR_LABELS = {
-    "energy": "Energy (1/PUE)",
-    "mfu": "MFU",
-    "scaling": "Scaling",
-    "effective_time": "Effective time",
-    "utilization": "Utilization",
-    "combined": "All five combined",
-}
+FACTORS = FACTOR_NAMES
+FACTOR_LABELS = {**ENGINE_FACTOR_LABELS, "combined": "All five combined"}
 
 # The options table: (key, heading, sortable). Sorting is on the stored column.
 OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -56,9 +51,9 @@ OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("split", "TP × PP × DP", False),
     ("days", "Days", True),
     ("running_days", "Running days", True),
-    ("utilization", "Utilization", True),
-    ("effective_time", "Effective time", True),
-    ("scaling", "Scaling", True),
+    ("utilization", FACTOR_LABELS["utilization"], True),
+    ("effective_time", FACTOR_LABELS["effective_time"], True),
+    ("scaling", FACTOR_LABELS["scaling"], True),
     ("card_hours", "Card-hours", True),
     ("total_cost", "Total cost", True),
     ("cost_per_effective_pflop_day", "Cost per effective PFLOP-day", True),
@@ -122,14 +117,17 @@ def scatter_frame(plan: Plan) -> pd.DataFrame:
 
 
 def chosen_option(plan: Plan, frame: pd.DataFrame, raw: str | None) -> int | None:
-    """?option=<id> when it exists, else the cheapest feasible option, else the first."""
+    """?option=<id> when it exists, else the cheapest feasible option (of the first currency),
+    else the first."""
     if frame.empty:
         return None
     if raw:
         if not raw.isdecimal() or int(raw) not in frame.index:
             raise Http404("no such option in this plan")
         return int(raw)
-    cheapest = ((plan.results or {}).get("summary") or {}).get("cheapest") or {}
+    summary = (plan.results or {}).get("summary") or {}
+    groups = summary.get("by_currency") or [{}]  # mixed currencies: the first one's cheapest
+    cheapest = summary.get("cheapest") or groups[0].get("cheapest") or {}
     if cheapest.get("option_id") in frame.index:
         return int(cheapest["option_id"])
     return int(frame.index[0])
@@ -365,7 +363,7 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "name": "mfu",
-                "label": "MFU",
+                "label": FACTOR_LABELS["mfu"],
                 "min": 0.05,
                 "max": 0.9,
                 "step": 0.01,
@@ -374,7 +372,7 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "name": "scaling",
-                "label": "Scaling",
+                "label": FACTOR_LABELS["scaling"],
                 "min": 0.3,
                 "max": 1.0,
                 "step": 0.01,
@@ -383,7 +381,7 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "name": "effective_time",
-                "label": "Effective training time",
+                "label": FACTOR_LABELS["effective_time"],
                 "min": 0.3,
                 "max": 1.0,
                 "step": 0.01,
@@ -392,7 +390,7 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "name": "utilization",
-                "label": "Utilization",
+                "label": FACTOR_LABELS["utilization"],
                 "min": 0.05,
                 "max": 1.0,
                 "step": 0.01,
@@ -456,6 +454,7 @@ def planner_index(request: HttpRequest):
         "stale_only": stale_only,
         "form": form,
         "can_create": can_create,
+        "inference_plans": InferencePlan.objects.select_related("owner")[:PLANS_PER_PAGE],
     }
     return render(request, "frontend/dashboards/planner.html", context)
 

@@ -9,11 +9,13 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_safe
 
+from access.pages import role_required
 from accounting.models import SreportUtilization
 from accounting.rollups import rollup_status
+from frontend import drilldown
 from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.dashboards import telemetry_activity
 from frontend.dashboards import usage_selectors as data
-from frontend.permissions import role_required
 
 GROUP_LABELS = dict(data.USAGE_GROUPS)
 BREAKDOWN_PARTS = {
@@ -28,7 +30,9 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
     group = frame.columns[0]
     figure = go.Figure()
     buckets = sorted(frame["bucket_start"].unique())
-    for index, (name, part) in enumerate(frame.groupby(group, sort=True)):
+    groups = list(frame.groupby(group, sort=True))
+    targets = drilldown.mark_urls(group, [name for name, _ in groups], "usage")
+    for index, ((name, part), target) in enumerate(zip(groups, targets, strict=True)):
         rows = part
         if group != "team":
             # A cluster, pool or card without data in a bucket is a gap, never a drop to 0 %
@@ -42,7 +46,10 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
                 name=str(name),
                 mode="lines+markers",
                 line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
-                customdata=rows[["allocated_card_hours", "available_card_hours"]].to_numpy(),
+                # The last item is the drill-down target of every mark of this line.
+                customdata=rows[["allocated_card_hours", "available_card_hours"]]
+                .assign(target=target)
+                .to_numpy(dtype=object),
                 hovertemplate=(
                     f"{GROUP_LABELS.get(group, group)} {name}<br>%{{x|%Y-%m-%d}}: "
                     "%{y:.1f} %<br>allocated %{customdata[0]:,.0f} of "
@@ -83,6 +90,7 @@ def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
 
 def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     figure = go.Figure()
+    targets = drilldown.mark_urls("cluster", frame["cluster"], "usage")
     for column, (label, colour) in BREAKDOWN_PARTS.items():
         figure.add_trace(
             go.Bar(
@@ -90,6 +98,7 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
                 y=frame[column],
                 name=label,
                 marker_color=colour,
+                customdata=targets,
                 hovertemplate=f"%{{x}}: {label.lower()} %{{y:,.0f}} card-hours<extra></extra>",
             )
         )
@@ -134,13 +143,24 @@ def usage_dashboard(request):
     cluster = query.get("cluster")
     cluster_ids = [cluster.pk] if cluster is not None else None
     page = data.usage_page(request)  # precomputed for the defaults, else computed once
+    period = (query["start"], query["end"])
     sreports = SreportUtilization.objects.all()
     if cluster_ids is not None:
         sreports = sreports.filter(cluster_id__in=cluster_ids)
     context.update(
         query=query,
-        charts=[data.with_downloads(chart, request) for chart in page["charts"]],
-        breakdown=page["breakdown"],
+        charts=[data.with_downloads(chart, request) for chart in page["charts"]]
+        + telemetry_activity.charts(request),
+        breakdown=[
+            {**row, "url": drilldown.with_page_filters(request, target, period)}
+            for row, target in zip(
+                page["breakdown"],
+                drilldown.mark_urls(
+                    "cluster", [row["cluster"] for row in page["breakdown"]], "usage"
+                ),
+                strict=True,
+            )
+        ],
         coverage_notes=page.get("coverage_notes", []),
         rollups=rollup_status(cluster_ids),
         sreport_count=sreports.count(),

@@ -17,19 +17,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from access.pages import role_required
 from access.roles import PLANNER, has_role
-from access.scoping import scope_import_jobs
 from accounting import services
 from accounting.models import ImportJob, ImportStatus
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
-from config.dispatch import WORKERS_UNAVAILABLE
+from accounting.scoping import scope_import_jobs
+from core.jobs.dispatch import WORKERS_UNAVAILABLE
 from frontend.forms_usage_import import (
     ADVANCED_FIELDS,
     UsageImportForm,
     preview_import,
     start_import,
 )
-from frontend.permissions import role_required
 
 JOBS_PER_PAGE = 50
 IN_FLIGHT = (ImportStatus.QUEUED, ImportStatus.RUNNING)
@@ -55,6 +55,18 @@ def split_issue(text: str) -> dict[str, str]:
     if match is None:
         return {"line": "", "column": "", "reason": text}
     return match.groupdict()
+
+
+def failure_summary(error: str, issues: list[dict[str, str]]) -> str:
+    """The red banner: how many problems and the first one; the table below lists them all."""
+    if not issues:
+        return error
+    counted = re.match(r"^(\d+) problem", error)
+    count = int(counted.group(1)) if counted else len(issues)
+    first = issues[0]
+    where = f"line {first['line']}, column {first['column']}: " if first["line"] else ""
+    noun = "problem" if count == 1 else "problems"
+    return f"{count} {noun} in the file; the first: {where}{first['reason']}"
 
 
 @role_required(read_role=PLANNER)
@@ -91,12 +103,14 @@ def usage_import(request: HttpRequest):
 def usage_import_detail(request: HttpRequest, pk: int):
     job = get_object_or_404(import_jobs(request.user).defer(None), pk=pk)
     in_flight = job.status in IN_FLIGHT
+    issues = [split_issue(text) for text in job.issues]
     context = {
         "job": job,
         "in_flight": in_flight,
         "deferred": in_flight and job.error == WORKERS_UNAVAILABLE,
         "poll_url": reverse("import-job-detail", args=[job.pk]),
-        "issues": [split_issue(text) for text in job.issues],
+        "issues": issues,
+        "failure_summary": failure_summary(job.error, issues),
         "can_retry": has_role(request.user, PLANNER)
         and job.status == ImportStatus.FAILED
         and bool(job.file),

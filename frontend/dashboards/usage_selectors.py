@@ -36,7 +36,7 @@ from accounting import selectors
 from accounting.models import SreportUtilization, UsageDailyRollup
 from accounting.rollups import rollup_status, rollup_usage_frame
 from accounting.selectors import GROUP_COLUMNS, AccountingScope
-from config.bounds import WithinDates
+from core.bounds import WithinDates
 from frontend.charts import download_urls, render_chart
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.engine.cost import IDLE_RULES, cost_per_effective_pflop_day
@@ -108,7 +108,7 @@ class PeriodForm(forms.Form):
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
         validators=[WithinDates()],
-        help_text="First day (default: a year before the end).",
+        help_text="First day (default: the first day with usage, at most a year before the end).",
     )
     end = forms.DateField(
         label="Period to",
@@ -130,8 +130,9 @@ class PeriodForm(forms.Form):
             return data
         end = data.get("end")
         start = data.get("start")
+        status = rollup_status() if end is None or start is None else {}
         if end is None:
-            last_day = rollup_status()["last_day"]
+            last_day = status["last_day"]
             end = (
                 last_day + dt.timedelta(days=1)
                 if last_day
@@ -140,7 +141,10 @@ class PeriodForm(forms.Form):
             if start is not None and start >= end:
                 end = start + dt.timedelta(days=365)
         if start is None:
+            # Fit to data: from the first day with records, at most a year back.
             start = _year_before(end)
+            if status["first_day"] is not None and start < status["first_day"] < end:
+                start = status["first_day"]
         if end <= start:
             self.add_error("end", "The period must end after it starts.")
         elif (end - start).days > MAX_PERIOD_DAYS:
@@ -328,7 +332,7 @@ def utilization(request: HttpRequest, group: str, granularity: str) -> pd.DataFr
         )
         if result.empty:
             return pd.DataFrame()
-        labelled = selectors._labels(result, [column])
+        labelled = selectors.add_labels(result, [column])
         if group == "pool":
             labelled["pool"] = labelled["pool_id"].map(_pool_labels()).fillna(selectors.UNKNOWN)
         labelled["group"] = labelled[group]
@@ -642,8 +646,6 @@ def precompute_default_views(cluster_ids: Any = None) -> None:
     first visit of a manager reads them), and the reports behind every other option of the
     default period (a page then only draws its charts). The defaults cover every cluster,
     whichever ``cluster_ids`` were refreshed."""
-    from frontend.dashboards import costs, usage  # noqa: F401 - registers the pages' charts
-
     usage_page(HttpRequest())
     costs_page(HttpRequest())
     for granularity, _ in USAGE_GRANULARITIES:

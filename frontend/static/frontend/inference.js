@@ -21,12 +21,14 @@
 
   function show(result, note) {
     if (!result.feasible) {
-      ["cards", "tpot_ms", "tokens_per_s", "cost"].forEach(function (name) { out(name).textContent = "—"; });
+      ["cards", "tpot_ms", "ttft_p95_ms", "tokens_per_s", "cost"].forEach(function (name) { out(name).textContent = "—"; });
       note.textContent = "Cannot serve: " + result.reason;
       return;
     }
     out("cards").textContent = result.cards + " (" + result.replicas + " × TP" + result.tp + ")";
     out("tpot_ms").textContent = number(1).format(result.tpot_ms);
+    // null: at this load the queue for a batch slot does not settle (docs/inference.md, 2a)
+    out("ttft_p95_ms").textContent = result.ttft_p95_ms === null ? "—" : number(1).format(result.ttft_p95_ms);
     out("tokens_per_s").textContent = number(0).format(result.tokens_per_s);
     out("cost").textContent = result.cost_per_million_tokens === null ? "—" : number(3).format(result.cost_per_million_tokens);
     note.textContent = "What-if estimate on " + result.accelerator + ": batch " + result.batch +

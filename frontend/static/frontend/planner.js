@@ -40,20 +40,19 @@
     return new Intl.NumberFormat("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
   };
 
-  // Checked here so a half-typed count never reaches the server (a 400 is a console error).
-  function payload(note) {
+  // Checked here so a half-typed count never reaches the server (a 400 is a console error);
+  // the range is the API's (the one limits table), so its 400 still names any other value.
+  function payload() {
     const body = Object.assign({}, config.base);
     config.sliders.forEach(function (slider) {
       body[slider.name] = Number(panel.querySelector('input[name="' + slider.name + '"]').value);
     });
     body.cards = Number(panel.querySelector('input[name="cards"]').value);
     if (!Number.isInteger(body.cards) || body.cards < 1) {
-      note.textContent = "Cards must be a whole number of at least 1.";
-      return null;
+      return { errors: { cards: "Must be a whole number of at least 1." } };
     }
     if (config.dp_degree && body.cards % config.dp_degree !== 0) {
-      note.textContent = "Cards must be a multiple of the plan's fixed DP degree (" + config.dp_degree + ").";
-      return null;
+      return { errors: { cards: "Must be a multiple of the plan's fixed DP degree (" + config.dp_degree + ")." } };
     }
     return body;
   }
