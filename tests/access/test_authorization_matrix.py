@@ -169,6 +169,14 @@ MATRIX: dict[str, Entry] = {
     "plan-clone": Entry(pk("plan"), (get(API_NO_GET), post(api_write(201)))),
     "plan-options": Entry(pk("plan"), (get(API), get(API, format="csv"))),
     "plan-recompute": Entry(pk("plan"), (get(API_NO_GET), post(api_write(202)))),
+    "inference-plan-list": Entry(None, (get(API), get(API, format="csv"), post(api_write(400)))),
+    "inference-plan-detail": Entry(
+        pk("inference_plan"), (get(API), patch(api_write(200)), delete(api_write(204)))
+    ),
+    "inference-plan-options": Entry(pk("inference_plan"), (get(API), get(API, format="csv"))),
+    "inference-plan-recompute": Entry(
+        pk("inference_plan"), (get(API_NO_GET), post(api_write(200)))
+    ),
     # -- API: accounting -------------------------------------------------------------------
     "usage-record-list": Entry(
         None, (get(API), get(API, format="csv"), get(API, format="xlsx"), post(api_write(405)))
@@ -241,6 +249,32 @@ MATRIX: dict[str, Entry] = {
         lambda o: {"pk": o.report.pk, "file_format": "csv"}, (get(API_TEAM_A),)
     ),
     "report-retry-delivery": Entry(pk("report"), (get(API_NO_GET), post(api_write(202)))),
+    # -- API: alerts (a team-a rule and its event) -------------------------------------------
+    "alert-rule-list": Entry(None, (get(API), get(API, format="csv"), post(api_write(400)))),
+    "alert-rule-detail": Entry(
+        pk("alert_rule"), (get(API_TEAM_A), patch(api_write(200)), delete(api_write(204)))
+    ),
+    "alert-event-list": Entry(None, (get(API), get(API, format="csv"), post(API_READ_ONLY))),
+    "alert-event-detail": Entry(pk("alert_event"), (get(API_TEAM_A),)),
+    "alert-event-acknowledge": Entry(pk("alert_event"), (get(API_NO_GET), post(api_write(200)))),
+    # -- API: telemetry (sources are admin-only: they hold a bearer token) --------------------
+    "telemetry-source-list": Entry(
+        None, (get((401, 403, 403, 200, 403)), post(api_admin_write(400)))
+    ),
+    "telemetry-source-detail": Entry(
+        pk("telemetry_source"),
+        (get((401, 403, 403, 200, 403)), patch(api_admin_write(200)), delete(api_admin_write(204))),
+    ),
+    "host-pattern-list": Entry(None, (get(API), post(api_write(400)))),
+    "host-pattern-detail": Entry(
+        pk("host_pattern"), (get(API), patch(api_write(200)), delete(api_write(204)))
+    ),
+    "telemetry-fetch-list": Entry(None, (get(API), post(api_write(400)))),
+    "telemetry-fetch-detail": Entry(pk("telemetry_fetch"), (get(API),)),
+    "telemetry-gpus": Entry(None, (get(API), get(API, format="csv"))),
+    "telemetry-teams": Entry(None, (get(API),)),
+    "telemetry-wasted-allocation": Entry(None, (get(API),)),
+    "telemetry-chargeback-rows": Entry(None, (get(API, **REPORT_QUERY),)),
     # -- API: shared -----------------------------------------------------------------------
     "task-status": Entry(lambda o: {"task_id": "no-such-task"}, (get(API),)),
     "api-schema": Entry(None, (get(API),)),
@@ -270,7 +304,18 @@ MATRIX: dict[str, Entry] = {
     ),
     "reports:schedule-run": Entry(pk("schedule"), (get(PAGE_PLANNER), post(page_write(200)))),
     "reports:schedule-preview": Entry(pk("schedule"), (get(PAGE_PLANNER, day="2024-03-01"),)),
+    # -- alert pages -----------------------------------------------------------------------
+    "alerts:list": Entry(None, (get(PAGE), post(page_write(400)))),
+    "alerts:acknowledge": Entry(
+        pk("alert_event"), (get((302, 403, 405, 405, 403)), post(page_write(302)))
+    ),
     # -- pages -----------------------------------------------------------------------------
+    "favicon": Entry(None, (get((301, 301, 301, 301, 301)),)),
+    # Every role shares what it reads; the fixture's link is the viewer's (admins manage all).
+    "frontend:spreadsheet-links": Entry(None, (get(PAGE), post((302, 400, 400, 400, 400)))),
+    "frontend:spreadsheet-link-revoke": Entry(
+        pk("token"), (get(PAGE_POST_ONLY), post((302, 302, 404, 302, 404)))
+    ),
     "frontend:home": Entry(None, read_page(PAGE)),
     "frontend:fleet-run-analysis": Entry(None, (get(PAGE_POST_ONLY), post(page_write(302)))),
     "frontend:inventory": Entry(None, read_page(PAGE)),
@@ -315,6 +360,11 @@ MATRIX: dict[str, Entry] = {
     "frontend:planner-inference": Entry(None, read_page(PAGE)),
     "frontend:plan-detail": Entry(pk("plan"), read_page(PAGE)),
     "frontend:plan-recompute": Entry(pk("plan"), (get(PAGE_POST_ONLY), post(page_write(302)))),
+    "frontend:inference-plan-detail": Entry(pk("inference_plan"), read_page(PAGE)),
+    "frontend:inference-plan-save": Entry(None, (get(PAGE_POST_ONLY), post(page_write(302)))),
+    "frontend:inference-plan-recompute": Entry(
+        pk("inference_plan"), (get(PAGE_POST_ONLY), post(page_write(302)))
+    ),
     "frontend:plan-clone": Entry(pk("plan"), (get(PAGE_POST_ONLY), post(page_write(302)))),
 }
 
@@ -388,18 +438,22 @@ def test_every_entry_checks_every_role():
 @pytest.fixture
 def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # noqa: F811
     """One site and cluster, a pool of two node groups (H100 + A100), an analysis, a plan,
-    usage of team-a/b/c, an import job, a team-a schedule and report (with a CSV), an export
-    token and a finished export job of the viewer, a gres alias, a partition mapping."""
+    an inference plan, usage of team-a/b/c, an import job, a team-a schedule and report (with
+    a CSV), an export token and a finished export job of the viewer, a gres alias, a partition
+    mapping."""
     from django.core.files.base import ContentFile
     from django.db import transaction
     from rest_framework.test import APIClient
 
     from accounting.models import GresAlias, PartitionMapping, SreportUtilization, UsageRecord
     from accounting.rollups import refresh_usage_rollups
+    from alerts.models import AlertEvent, AlertRule
     from exports import services as exports
     from exports.models import ExportJob
     from inventory.models import AcceleratorModel, NodeGroup, Pool
+    from planner.inference_plans import create_inference_plan
     from reports.models import Report, ReportSchedule
+    from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
     from tests.access.conftest import team_viewer
     from tests.exports.conftest import finished_analysis
     from tests.planner_api.conftest import compute_now
@@ -459,7 +513,33 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
         )
     }
     users = {"viewer": viewer, "planner": planner, "admin": fleet_admin, "other_team": other}
+    alert_rule = AlertRule.objects.create(
+        name="team-a budget",
+        metric="chargeback",
+        scope="team",
+        team="team-a",
+        direction="above",
+        threshold=10,
+        currency="USD",
+    )
+    alert_event = AlertEvent.objects.create(
+        rule=alert_rule, value=20, message="team-a budget: above", fired_at=start
+    )
+    telemetry_fetch = TelemetryFetch.objects.create(
+        cluster=alpha,
+        kind="prometheus",
+        period_start=start.date(),
+        period_end=start.date(),
+        status="succeeded",
+    )
     return SimpleNamespace(
+        telemetry_source=PrometheusSource.objects.create(cluster=alpha, url="http://127.0.0.1:9/"),
+        host_pattern=HostPattern.objects.create(
+            cluster=alpha, pattern="gpu*", node_group=nodegroup
+        ),
+        telemetry_fetch=telemetry_fetch,
+        alert_rule=alert_rule,
+        alert_event=alert_event,
         users=users,
         site=site,
         cluster=alpha,
@@ -470,6 +550,11 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
         history=history,
         analysis=analysis,
         plan=SimpleNamespace(pk=created.json()["id"]),
+        inference_plan=create_inference_plan(
+            owner=planner,
+            name="served",
+            inputs={"model_params": 7e9, "input_tokens": 500, "output_tokens": 200, "cards": 8},
+        ),
         record=UsageRecord.objects.get(account="team-a"),
         import_job=job,
         sreport=SreportUtilization.objects.first(),

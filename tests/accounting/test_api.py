@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -12,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounting.models import ImportJob, UsageRecord
 from tests.accounting.conftest import SACCT_LINES, sacct_text
+from tests.polling import wait_for_status
 
 REPORTS = ("utilization", "costs", "chargeback")
 PERIOD = {"start": "2024-03-01", "end": "2024-03-02", "granularity": "day"}
@@ -186,13 +186,8 @@ def test_usage_record_list_is_filtered_and_has_no_n_plus_one(
 
 
 def wait_for_job(client, job_id: int, timeout_s: float = 60) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        body = client.get(f"/api/v1/import-jobs/{job_id}/").json()
-        if body["status"] in ("succeeded", "failed"):
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"import {job_id} still {body['status']} after {timeout_s}s")
+    fetch = lambda: client.get(f"/api/v1/import-jobs/{job_id}/").json()  # noqa: E731
+    return wait_for_status(fetch, f"import {job_id}", timeout_s=timeout_s)
 
 
 @pytest.mark.worker

@@ -21,8 +21,8 @@ AVAILABLE = 16 * 24  # 384 card-h
 ALLOCATED = 48 + 48 + 16  # 112 card-h
 LOST = 16  # the node_fail job
 
-# Cost of the day, by hand (spec §7, planner.engine.cost defaults: busy load 75 % of TDP,
-# idle 15 %, 2,000 W per 8-card node of overhead = 250 W per card):
+# Cost of the day, by hand (docs/efficiency-model.md; planner.engine.cost defaults: busy
+# load 75 % of TDP, idle 15 %, 2,000 W per 8-card node of overhead = 250 W per card):
 OWNERSHIP_PER_CARD_H = 30_000 / (5 * 8_760)  # 0.684931... USD per card-hour
 COMPUTE_COST = OWNERSHIP_PER_CARD_H * AVAILABLE  # 263.0137 USD: idle cards cost too
 BUSY_KW = 0.700 * 0.75 + 0.250  # 0.775 kW per busy card

@@ -8,7 +8,7 @@ from hypothesis import settings
 settings.register_profile("engine", deadline=None, max_examples=60)
 settings.load_profile("engine")
 
-# Dense BF16 peaks from shared/spec/accelerators.csv; NVLink figures both directions.
+# Dense BF16 peaks as in inventory/fixtures/accelerators.csv; NVLink figures both directions.
 A100 = {
     "accelerator": "A100 SXM4 80GB",
     "vendor": "NVIDIA",

@@ -1,4 +1,4 @@
-"""Aggregation across scopes and waste attribution (spec §1)."""
+"""Aggregation across scopes and waste attribution (docs/efficiency-model.md)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def test_seed_000_best_practice_product_is_about_0_51():
 
 
 def test_enterprise_defaults_land_below_half():
-    # Seed 000: enterprises use less than 50% of their compute effectively.
+    # Baidu 2024: enterprises use less than 50% of their compute effectively.
     result = evaluate_pool([h100_nodes(128)])
     assert result.product < 0.5
     assert {f.provenance for f in result.factors.values()} <= {"default", "modeled"}

@@ -1,4 +1,4 @@
-"""Energy, MFU and utilization factors and their provenance (spec §1, §5)."""
+"""Energy, MFU and utilization factors and their provenance (docs/efficiency-model.md)."""
 
 from __future__ import annotations
 

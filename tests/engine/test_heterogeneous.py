@@ -1,4 +1,4 @@
-"""Heterogeneous pools and the bucket effect (spec §2, seed 003)."""
+"""Heterogeneous pools and the bucket effect (Zheng 2024; docs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Failures, checkpoints and effective training time (spec §4)."""
+"""Failures, checkpoints and effective training time (docs/efficiency-model.md)."""
 
 from __future__ import annotations
 

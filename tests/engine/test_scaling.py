@@ -1,4 +1,4 @@
-"""Parallel scaling (spec §3): speed-up tables and the communication/bubble model."""
+"""Parallel scaling: speed-up tables and the communication/bubble model (docs: Scaling)."""
 
 from __future__ import annotations
 

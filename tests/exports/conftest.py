@@ -67,7 +67,7 @@ def fleet(demo_fleet, alpha, import_text, planner, django_capture_on_commit_call
 
 
 def flat_rows(body) -> list[dict]:
-    from config.tabular import flatten, table_rows
+    from core.tabular.columns import flatten, table_rows
 
     rows = [flatten(row) for row in table_rows(body)]
     # A table has the union of the rows' columns (first seen first); a missing key is null.

@@ -1,4 +1,4 @@
-"""One cell-safety rule for every spreadsheet writer (`config.cellsafety`).
+"""One cell-safety rule for every spreadsheet writer (`core.tabular.cellsafety`).
 
 The scan below reads every Python module of the project and fails when a spreadsheet is written
 anywhere but through the safe writers: a new ``csv.writer``, ``openpyxl.Workbook``,
@@ -17,21 +17,21 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from config.cellsafety import (
+from core.tabular.cellsafety import (
     FORMULA_PREFIXES,
     SafeWorkbook,
     defuse,
     safe_csv_writer,
     safe_sheet_title,
 )
-from config.renderers import CSVRenderer, XLSXRenderer
+from core.tabular.renderers import CSVRenderer, XLSXRenderer
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIPPED_DIRS = {".venv", "tests", "benchmarks", "var", "node_modules", "docs", ".git"}
-SAFE_MODULES = {"config/cellsafety.py"}
+SAFE_MODULES = {"core/tabular/cellsafety.py"}
 # Writers that are not spreadsheets a person opens, each with the reason.
 ALLOWED = {
-    ("accounting/services.py", "to_csv"): "staging rows for COPY FROM STDIN into PostgreSQL",
+    ("accounting/imports/writers.py", "to_csv"): "staging rows for COPY FROM STDIN into PostgreSQL",
 }
 WRITER_CALLS = {"to_csv", "to_excel", "ExcelWriter", "writer", "DictWriter", "Workbook"}
 WRITER_IMPORTS = {
@@ -113,7 +113,7 @@ def test_no_spreadsheet_writer_bypasses_the_safe_module():
                 allowed_seen.add((name, what))
             else:
                 offenders.append(f"{name}:{line} {what}")
-    assert not offenders, "write spreadsheets with config.cellsafety: " + ", ".join(offenders)
+    assert not offenders, "write spreadsheets with core.tabular.cellsafety: " + ", ".join(offenders)
     assert allowed_seen == set(ALLOWED), "an allowed writer is gone: drop it from ALLOWED"
 
 

@@ -1,5 +1,5 @@
 """Each spreadsheet writer keeps a hostile name as text: chart "Download data" files, background
-export jobs, API ``?format=`` lists and plan option exports (`config.cellsafety`)."""
+export jobs, API ``?format=`` lists and plan option exports (`core.tabular.cellsafety`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from django.core.signals import request_finished
 from django.db import close_old_connections, connection
 
-from config import exporting
+from core.tabular import exporting
 
 pytestmark = [
     pytest.mark.django_db,
@@ -37,7 +37,7 @@ HOSTILE_TEXT = [
     "back\\slash 'quote'",
     "ünïcödé 中文",
     "-١",  # not ASCII digits: a spreadsheet reads it as text, so it is defused
-    "＝1+1",  # full-width forms: defused in SQL too (config.cellsafety)
+    "＝1+1",  # full-width forms: defused in SQL too (core.tabular.cellsafety)
     "＋cmd",
     "－A1",
     "＠SUM(A1)",

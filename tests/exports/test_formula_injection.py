@@ -6,7 +6,7 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from config.renderers import CSVRenderer, XLSXRenderer
+from core.tabular.renderers import CSVRenderer, XLSXRenderer
 from tests.exports.conftest import csv_rows, xlsx_rows
 
 HOSTILE = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "=cmd|' /C calc'!A0"]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.exports.conftest import assert_xlsx_equals_json, flat_rows, xlsx_rows
+from tests.polling import wait_for_status
 
 pytestmark = pytest.mark.worker
 
@@ -24,13 +23,8 @@ JOBS = "/api/v1/export-jobs/"
 
 
 def _wait(client, job_id: int, timeout_s: float = 60) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        body = client.get(f"{JOBS}{job_id}/").json()
-        if body["status"] in ("succeeded", "failed"):
-            return body
-        time.sleep(0.2)
-    raise AssertionError(f"export job {job_id} did not finish: {body}")
+    fetch = lambda: client.get(f"{JOBS}{job_id}/").json()  # noqa: E731
+    return wait_for_status(fetch, f"export job {job_id}", timeout_s=timeout_s)
 
 
 def test_a_big_xlsx_is_built_by_the_worker_and_downloaded(

@@ -70,6 +70,11 @@ def test_create_a_plan_watch_it_compute_and_play_what_if(
     assert page.locator("#chart-planner-days-vs-cost .scatterlayer .js-line").count() == 1
     assert page.locator("table.options-table tbody tr").count() == len(plan.results["options"])
     assert "Download data:" in page.locator("#chart-planner-days-vs-cost-figure").inner_text()
+    # Frankfurt prices energy in EUR, the catalog's cards cost USD, and no rate was entered:
+    # those options are not priced (never USD + EUR), so only the pool's USD options rank.
+    unpriced = [r for r in plan.results["options"] if "exchange rate" in (r["reason"] or "")]
+    assert unpriced and all(r["site"] == "Frankfurt DC1 (air)" for r in unpriced)
+    assert "no USD→EUR exchange rate" in page.locator("table.options-table").inner_text()
     assert_accessible_basics(page)
 
     # The what-if starts at the chosen (cheapest) option's stored days.

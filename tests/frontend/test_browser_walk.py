@@ -3,7 +3,9 @@ mixed pool, Usage, Costs, Planner, a plan, Reports, a report and its print page.
 
 A page fails on "None", "nan" or "inf" in its text, on a utilization outside [0, 1] in a chart,
 on a money figure over several currencies (one axis or one figure for two currencies), or on a
-filter whose shown value differs from the one applied. (The no-usage walk is its counterpart.)
+filter whose shown value differs from the one applied. The no-usage walk (the same pages on
+the demo fleet without any usage) also fails on a page without its "no data" state, or on an
+idle cost, a measured utilization or advice invented from no data.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ SHOWN = """() => Object.fromEntries([...document.querySelectorAll('form.filters 
   .map(e => [e.name, e.value]))"""
 
 
-@pytest.fixture
-def demo(browser_planner, django_capture_on_commit_callbacks):
+def _demo_pages(owner, capture, *, usage: bool) -> dict[str, str]:
+    """The demo fleet (with a year of its usage, or none at all), an analysis, a plan and a
+    weekly report, computed; the pages of the walk by name."""
     from accounting.demo_usage import load_demo_usage
     from accounting.rollups import refresh_usage_rollups
     from inventory.models import Pool
@@ -48,11 +51,12 @@ def demo(browser_planner, django_capture_on_commit_callbacks):
 
     load_demo_fleet()
     today = dt.datetime.now(dt.UTC).date()
-    load_demo_usage(today)
+    if usage:
+        load_demo_usage(today)
     refresh_usage_rollups()
-    with django_capture_on_commit_callbacks(execute=False):
+    with capture(execute=False):
         analysis = services.start_analysis(scope="fleet")
-        plan = plans.create_plan(owner=browser_planner, **plan_payload())
+        plan = plans.create_plan(owner=owner, **plan_payload())
     analysis = analyse_now(analysis)
     plan_now(plan.pk)
     schedule = reports.save_schedule(
@@ -83,6 +87,16 @@ def demo(browser_planner, django_capture_on_commit_callbacks):
         "Report": f"/reports/{report.pk}/",
         "Print page": f"/reports/{report.pk}/view/",
     }
+
+
+@pytest.fixture
+def demo(browser_planner, django_capture_on_commit_callbacks):
+    return _demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
+
+
+@pytest.fixture
+def no_usage(browser_planner, django_capture_on_commit_callbacks):
+    return _demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=False)
 
 
 def _problems(name: str, page) -> list[str]:
@@ -119,13 +133,46 @@ def _filter_truth(name: str, page) -> list[str]:
     return problems
 
 
-def test_every_page_of_the_demo_tells_the_truth(browser_page, demo):
-    page = browser_page
+def _walk(page, pages: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """(problems, each page's text) after visiting every page."""
     problems: list[str] = []
-    for name, path in demo.items():
+    texts = {}
+    for name, path in pages.items():
         response = page.goto(path)
         assert response.status == 200, (name, path, response.status)
         page.wait_for_load_state("networkidle")
         problems += _problems(name, page)
         problems += _filter_truth(name, page)
+        texts[name] = page.inner_text("body")
+    return problems, texts
+
+
+def test_every_page_of_the_demo_tells_the_truth(browser_page, demo):
+    problems, _ = _walk(browser_page, demo)
+    assert not problems, "\n".join(problems)
+
+
+# What a page without any usage must say (its "no data" state), and what it must not invent.
+NO_USAGE_SAYS = {
+    "Usage": re.compile(r"No data for this selection yet\."),
+    "Costs": re.compile(r"No data for this selection yet\."),
+    "Report": re.compile(r"no measured losses", re.I),
+    "Print page": re.compile(r"no measured losses", re.I),
+}
+INVENTED = re.compile(r"release rented capacity|\b100\s?% idle|per effective PFLOP-day\s+[\d,]+")
+
+
+def test_an_inventory_without_usage_shows_no_data_and_invents_nothing(browser_page, no_usage):
+    """The demo fleet, no usage ever imported: every page says "no data" where it would show a
+    measured figure, and no page shows a measured utilization, an idle cost or advice."""
+    from accounting.models import UsageRecord
+
+    assert not UsageRecord.objects.exists()
+    problems, texts = _walk(browser_page, no_usage)
+    for name, says in NO_USAGE_SAYS.items():
+        if not says.search(texts[name]):
+            problems.append(f"{name}: no “no data” state ({says.pattern})")
+    for name, text in texts.items():
+        if found := INVENTED.search(text):
+            problems.append(f"{name}: invented from no data: “{found[0]}”")
     assert not problems, "\n".join(problems)

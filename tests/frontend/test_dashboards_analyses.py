@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import json
 import re
+import uuid
 
 import pytest
 
@@ -403,7 +404,12 @@ def test_unknown_scope_is_not_found(client, viewer, fleet_analysis):
 
 
 def test_failed_run_shows_why_and_keeps_the_last_result(client, viewer, fleet_analysis):
-    services.fail(fleet_analysis.pk, str(fleet_analysis.run_id), "ValueError: mtbf_card_h < 1")
+    # A new run (a finished run is never failed afterwards) fails; the earlier result stays.
+    run_id = uuid.uuid4()
+    type(fleet_analysis).objects.filter(pk=fleet_analysis.pk).update(
+        run_id=run_id, status="running"
+    )
+    services.fail(fleet_analysis.pk, str(run_id), "ValueError: mtbf_card_h < 1")
     client.force_login(viewer)
     html = client.get(f"/analyses/{fleet_analysis.pk}/").content.decode()
     assert "The last run failed:" in html and "mtbf_card_h" in html

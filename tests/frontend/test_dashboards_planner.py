@@ -18,7 +18,7 @@ import pytest
 from django.urls import reverse
 
 from tests.conftest import make_user
-from tests.planner_api.conftest import compute_now, plan_payload
+from tests.planner_api.conftest import compute_now, plan_payload, usd_to_eur_rate
 
 pytestmark = pytest.mark.django_db
 
@@ -32,9 +32,10 @@ def owner(db):
 
 @pytest.fixture
 def plan(owner, demo_fleet, django_capture_on_commit_callbacks):
-    """The demo payload (seed 002 on A100/H100 at two sites plus the mixed pool), computed."""
+    """The demo payload (Baidu 2023 on A100/H100 at two sites plus the mixed pool), computed."""
     from planner import plans
 
+    usd_to_eur_rate()  # the catalog's USD cards priced at the EUR site
     body = plan_payload()
     with django_capture_on_commit_callbacks(execute=False):
         created = plans.create_plan(owner=owner, **body)
@@ -172,14 +173,14 @@ def test_the_form_creates_a_plan_with_the_inputs_it_shows(
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"tokens_billions": "-3"}, "tokens_billions", "greater than or equal to"),
+        ({"tokens_billions": "-3"}, "tokens_billions", "from 1e-09 to 1e+07 billion tokens"),
         ({"params_billions": None}, "params_billions", "required"),
         ({"cards": "512, lots"}, "cards", "“lots” is not a number"),
         ({"cards": ""}, "cards", "at least one value"),
         ({"size_mode": "deadline", "deadline_days": ""}, "deadline_days", "at least one value"),
         ({"accelerators": [], "pools": []}, "accelerators", "card models or existing pools"),
         ({"parallelism": "fixed"}, "tp_degree", "at least one degree"),
-        ({"history_days": "-1"}, "history_days", "greater than or equal to 0"),
+        ({"history_days": "-1"}, "history_days", "from 0 to 3650 days"),
     ],
 )
 def test_form_errors_name_the_field(client, planner, demo_fleet, changes, field, message):
@@ -210,6 +211,13 @@ def test_errors_from_the_plan_service_land_next_to_their_field(client, planner, 
 # --- results ------------------------------------------------------------------------------------
 
 
+def _first_cheapest(plan) -> int:
+    """The option the plan page opens on: the cheapest of the first currency."""
+    groups = plan.summary["by_currency"]
+    assert [g["currency"] for g in groups] == sorted(g["currency"] for g in groups)
+    return groups[0]["cheapest"]["option_id"]
+
+
 def _table_option_ids(html: str) -> list[int]:
     return [int(i) for i in re.findall(r'<tr data-option-id="(\d+)"', html)]
 
@@ -219,11 +227,17 @@ def test_the_options_table_shows_the_stored_numbers_sorted(client, viewer, plan)
     rows = plan.results["options"]
     response = client.get(f"{PLANNER_URL}{plan.pk}/")
     html = response.content.decode()
-    # Default: by cost rank, infeasible options (no rank) last, ties by option id.
+    # Default: by cost rank (within each currency), infeasible options (no rank) last, ties
+    # by option id.
     by_cost = sorted(rows, key=lambda r: (r["rank_by_cost"] is None, r["rank_by_cost"] or 0))
     assert _table_option_ids(html) == [r["option_id"] for r in by_cost]
-    cheapest = by_cost[0]
-    assert cheapest["option_id"] == plan.summary["cheapest"]["option_id"]
+    # EUR and USD options: one cheapest per currency, none overall.
+    assert plan.summary["cheapest"] is None
+    firsts = [r for r in rows if r["rank_by_cost"] == 1]
+    assert sorted(r["currency"] for r in firsts) == ["EUR", "USD"]
+    cheapest = next(r for r in firsts if r["option_id"] == _first_cheapest(plan))
+    assert cheapest["currency"] == "EUR"
+    assert _table_option_ids(html)[: len(firsts)] == [r["option_id"] for r in firsts]
     row_html = re.search(rf'<tr data-option-id="{cheapest["option_id"]}".*?</tr>', html, re.S)
     cells = row_html.group(0)
     assert f"{cheapest['days']:.1f}" in re.search(r'data-col="days">([^<]*)<', cells).group(1)
@@ -253,30 +267,39 @@ def test_the_scatter_data_is_the_stored_feasible_options_and_the_front_is_pareto
         expected = stored[int(row["option_id"])]
         assert float(row["days"]) == pytest.approx(expected["days"])
         assert float(row["total_cost"]) == pytest.approx(expected["total_cost"])
-    # The front, recomputed here: no other feasible option is at least as fast and as cheap
-    # and strictly better in one.
-    points = [(float(r["days"]), float(r["total_cost"]), int(r["option_id"])) for r in data]
+    # The front, recomputed here within each currency (EUR and USD costs are never compared):
+    # no other feasible option of that currency is at least as fast and as cheap and strictly
+    # better in one.
+    points = [
+        (float(r["days"]), float(r["total_cost"]), int(r["option_id"]), r["currency"]) for r in data
+    ]
     front = {
         i
-        for d, c, i in points
-        if not any(d2 <= d and c2 <= c and (d2 < d or c2 < c) for d2, c2, _ in points)
+        for d, c, i, m in points
+        if not any(
+            m2 == m and d2 <= d and c2 <= c and (d2 < d or c2 < c) for d2, c2, _, m2 in points
+        )
     }
     assert {int(r["option_id"]) for r in data if r["on_pareto_front"] == "true"} == front
     assert front == set(plan.results["pareto_front"])
-    # The figure draws the front as a line through exactly those points, by days.
+    # One panel per currency (sorted), each drawing its front as a line through exactly those
+    # points, by days.
     figure = json.loads(
         re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", chart["html"], re.S).group(
             1
         )
     )
-    line = next(trace for trace in figure if trace["name"] == "Pareto front")
-    front_days = sorted(d for d, _, i in points if i in front)
-    assert line["mode"] == "lines+markers" and _values(line["x"]) == pytest.approx(front_days)
+    lines = [trace for trace in figure if trace["name"] == "Pareto front"]
+    currencies = sorted({m for *_, m in points})
+    assert currencies == ["EUR", "USD"] and len(lines) == len(currencies)
+    for line, currency in zip(lines, currencies, strict=True):
+        front_days = sorted(d for d, _, i, m in points if i in front and m == currency)
+        assert line["mode"] == "lines+markers" and _values(line["x"]) == pytest.approx(front_days)
 
 
 def test_the_tornado_is_the_stored_sensitivity_of_the_chosen_option(client, viewer, plan):
     logged_in(client, viewer)
-    cheapest = plan.summary["cheapest"]["option_id"]
+    cheapest = _first_cheapest(plan)
     response = client.get(f"{PLANNER_URL}{plan.pk}/")
     chart = response.context["tornado_chart"]
     assert chart["downloads"]["csv"] == (

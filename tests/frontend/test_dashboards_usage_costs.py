@@ -198,11 +198,11 @@ def test_an_import_queues_the_rollup_refresh_through_the_dispatcher(
 ):
     from accounting import services
     from accounting.models import RollupRefresh
-    from config import dispatch
+    from core.jobs import dispatch
     from inventory.models import Cluster
 
     sent = []
-    monkeypatch.setattr(dispatch, "_send", lambda *args: sent.append(args))
+    monkeypatch.setattr(dispatch, "send_task", lambda *args: sent.append(args))
     cluster = Cluster.objects.get(name="inference-eu")
     job = services.create_import_job(kind="csv", cluster=cluster, source_name="x", queue=False)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -211,7 +211,10 @@ def test_an_import_queues_the_rollup_refresh_through_the_dispatcher(
     assert (refresh.cluster_ids, refresh.status, sent) == ([cluster.pk], "queued", [])
     for callback in callbacks:  # the commit
         callback()
-    assert sent == [("accounting.RollupRefresh", refresh.pk, str(refresh.run_id))]
+    task = dispatch.DEFERRABLE["accounting.RollupRefresh"]
+    assert [(a[0], a[1], str(a[2])) for a in sent if a[0] == task] == [
+        (task, refresh.pk, str(refresh.run_id))
+    ]
 
 
 def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
@@ -222,14 +225,14 @@ def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
 
     from accounting import services, tasks  # noqa: F401 - registers the worker tasks
     from accounting.models import RollupRefresh, UsageDailyRollup
-    from config import dispatch
+    from core.jobs import dispatch
     from frontend.dashboards import usage_selectors
     from inventory.models import Cluster
 
     def broker_down(*args):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(dispatch, "_send", broker_down)
+    monkeypatch.setattr(dispatch, "send_task", broker_down)
     cluster = Cluster.objects.get(name="train-hetero")
     job = services.create_import_job(kind="csv", cluster=cluster, source_name="x", queue=False)
     text = usage_data.usage_csv("train-hetero", 3, 20)
@@ -241,10 +244,10 @@ def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
     assert dispatch.dispatch_pending() == {"sent": 0, "waiting": 1}
 
     # The broker is back: the dispatcher sends it, a worker (here: in process) runs it.
-    def run_on_worker(label, pk, run_id):
-        current_app.tasks[dispatch.DEFERRABLE[label]].apply((pk, run_id)).get()
+    def run_on_worker(task, pk, run_id):
+        current_app.tasks[task].apply((pk, run_id)).get()
 
-    monkeypatch.setattr(dispatch, "_send", run_on_worker)
+    monkeypatch.setattr(dispatch, "send_task", run_on_worker)
     assert dispatch.dispatch_pending() == {"sent": 1, "waiting": 0}
     refresh.refresh_from_db()
     assert (refresh.status, refresh.error, refresh.records) == ("succeeded", "", imported)

@@ -84,7 +84,7 @@ def test_unknown_and_missing_columns_are_file_errors():
 
 
 def test_too_many_rows_are_refused(monkeypatch):
-    monkeypatch.setattr(imports, "MAX_ROWS", 3)
+    monkeypatch.setattr(imports.reading, "MAX_ROWS", 3)  # the module that applies it
     with pytest.raises(imports.ImportFileError, match="At most 3 rows"):
         table("name\n" + "\n".join(f"s{i}" for i in range(4)))
 

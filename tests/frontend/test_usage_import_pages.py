@@ -9,7 +9,6 @@ that are skipped); the CSV holds 8 cards × 6 h and 4 cards × 12 h.
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -19,6 +18,7 @@ from accounting.models import ImportJob, UsageRecord
 from tests.accounting import conftest as accounting_fixtures
 from tests.accounting.conftest import CSV_TEXT, SACCT_LINES, sacct_text
 from tests.conftest import make_user
+from tests.polling import wait_for_status
 
 IMPORT_URL = "/usage/import/"
 LIST_URL = "/usage/imports/"
@@ -47,13 +47,8 @@ def field_block(html: str, name: str) -> str:
 
 
 def wait_for(job_id: int, timeout_s: float = 60) -> ImportJob:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = ImportJob.objects.get(pk=job_id)
-        if job.status in ("succeeded", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"import {job_id} still {job.status} after {timeout_s} s")
+    fetch = lambda: ImportJob.objects.get(pk=job_id)  # noqa: E731
+    return wait_for_status(fetch, f"import {job_id}", timeout_s=timeout_s)
 
 
 # -- permissions ---------------------------------------------------------------------------

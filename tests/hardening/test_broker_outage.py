@@ -15,11 +15,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from accounting.models import ImportJob
-from config.dispatch import WORKERS_UNAVAILABLE, dispatch_pending, pending_count
+from core.jobs.dispatch import WORKERS_UNAVAILABLE, dispatch_pending, pending_count
 from inventory.models import Cluster, Pool
 from planner.models import Analysis, Plan
 from tests.accounting.conftest import sacct_text
 from tests.planner_api.conftest import plan_payload
+from tests.polling import wait_for_status
 
 pytestmark = pytest.mark.worker
 
@@ -48,13 +49,8 @@ def broker_at(url: str):
 
 
 def wait_until_finished(model, pk: int, timeout_s: float = 90):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        row = model.objects.get(pk=pk)
-        if row.status in FINISHED:
-            return row
-        time.sleep(0.2)
-    raise AssertionError(f"{model.__name__} {pk} still {row.status} after {timeout_s}s")
+    fetch = lambda: model.objects.get(pk=pk)  # noqa: E731
+    return wait_for_status(fetch, f"{model.__name__} {pk}", FINISHED, timeout_s, interval_s=0.2)
 
 
 def queue_all_three(client):

@@ -222,7 +222,7 @@ def test_two_concurrent_claims_of_one_version_let_exactly_one_through():
 
     from django.db import close_old_connections, connection, transaction
 
-    from config.concurrency import claim
+    from core.concurrency import claim
 
     site = Site.objects.create(name="Race")
     first_claimed, results = threading.Event(), {}

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from config.logredact import RedactTokensFilter, redact
+from core.logredact import RedactTokensFilter, redact
 from tests.accounting.conftest import alpha, import_text, sacct_text  # noqa: F401
 from tests.test_compose import resolved_config
 

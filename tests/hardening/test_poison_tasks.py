@@ -23,9 +23,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from accounting.models import ImportJob, ImportStatus
-from config import quarantine
 from config.celery_app import app
-from config.models import TaskDelivery
+from core.jobs import quarantine
+from core.jobs.models import TaskDelivery
 from tests.hardening.test_worker_kill import _database_url, usage_csv, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def test_one_death_is_forgiven_and_the_count_is_per_task_and_arguments(import_jo
 def test_recovery_forgets_deaths_of_tasks_that_never_came_back():
     from django.utils import timezone
 
-    from config.recovery import recover_stalled
+    from core.jobs.recovery import recover_stalled
 
     quarantine.start_delivery("reports.tick", [], {})
     quarantine.start_delivery("reports.generate_report", [7], {})

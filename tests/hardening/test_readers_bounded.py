@@ -20,7 +20,7 @@ from accounting.models import ImportJob, UsageRecord
 from accounting.parsing import UsageValidationError, iter_csv_chunks
 from accounting.parsing.blocks import iter_record_blocks
 from accounting.parsing.bounded import BoundedStream, ReaderLimits, configure, current_limits
-from accounting.parsing.sniff import text_problem
+from core.uploads.sniff import text_problem
 from inventory.imports import ImportFileError, parse_upload
 from inventory.models import Cluster, Site
 from tests.memcap import REPO_ROOT, address_space_cap, run_capped

@@ -1,4 +1,4 @@
-"""config.recovery without a worker: which jobs count as stalled, what is re-sent, and once."""
+"""core.jobs.recovery without a worker: which jobs count as stalled, what is re-sent, and once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from config import recovery
-from config.dispatch import WORKERS_UNAVAILABLE
+from core.jobs import recovery
+from core.jobs.dispatch import WORKERS_UNAVAILABLE
 from planner.models import Analysis, AnalysisPart
 
 pytestmark = pytest.mark.django_db

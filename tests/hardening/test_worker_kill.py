@@ -4,7 +4,7 @@ is delivered again and completes exactly once, and a half-done import is never v
 Real `celery worker` processes (solo pool: the SIGKILL takes the task with it, as a lost
 machine would) on a queue private to this test run. The first worker is slowed by a fault
 injection setting so the kill lands mid-task; a fresh worker then finishes the job, brought
-back either by config.recovery (the beat task, called here every half second) or, on Redis
+back either by core.jobs.recovery (the beat task, called here every half second) or, on Redis
 only, by the broker's own redelivery after its visibility timeout. "Exactly once" is checked
 in the database: one set of parts/records/reports, and one succeeded task result of the step
 that writes the outcome (each guarded step reports in its result whether it did the work).
@@ -29,8 +29,9 @@ from django.utils import timezone
 
 from accounting.models import ImportJob, ImportStatus, UsageRecord
 from config.celery_app import app
-from config.recovery import recover_stalled
+from core.jobs.recovery import recover_stalled
 from planner.models import Analysis, AnalysisPart
+from tests.polling import wait_until as poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = f"killtest-{os.getpid()}"
@@ -129,15 +130,13 @@ def workers(tmp_path, settings):
 
 def wait_until(predicate, timeout_s: float, what: str, *, recover: bool = False):
     """Poll until predicate() is truthy; with ``recover`` act as beat (config.recover_stalled)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        if recover:
-            recover_stalled()
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+    return poll_until(
+        predicate,
+        timeout_s=timeout_s,
+        what=what,
+        interval_s=0.5,
+        on_retry=recover_stalled if recover else None,
+    )
 
 
 def kill_when_running(proc: subprocess.Popen, log_path: Path, task_name: str, ready) -> None:

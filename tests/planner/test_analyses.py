@@ -15,22 +15,18 @@ from django.db import connection
 from inventory.models import NodeGroup, Pool, Site
 from planner import services
 from planner.models import Analysis, AnalysisPart
+from tests.polling import progress_recorder, wait_for_status
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTORS = ["energy", "mfu", "scaling", "effective_time", "utilization"]
 
 
 def wait_for(client, analysis_id: int, statuses=("succeeded", "failed"), timeout_s=90) -> dict:
-    deadline = time.monotonic() + timeout_s
-    seen_progress = []
-    while time.monotonic() < deadline:
-        body = client.get(f"/api/v1/analyses/{analysis_id}/").json()
-        seen_progress.append(body["progress"])
-        if body["status"] in statuses:
-            body["seen_progress"] = seen_progress
-            return body
-        time.sleep(0.2)
-    raise AssertionError(f"analysis {analysis_id} still {body['status']} after {timeout_s}s")
+    url = f"/api/v1/analyses/{analysis_id}/"
+    fetch, seen = progress_recorder(lambda: client.get(url).json())
+    body = wait_for_status(fetch, f"analysis {analysis_id}", statuses, timeout_s)
+    body["seen_progress"] = seen
+    return body
 
 
 @pytest.mark.worker

@@ -21,7 +21,8 @@ def test_anonymous_cannot_use_calculators(client_for):
 
 
 def test_llama_interruptions_give_a_three_hour_job_mtbf(api):
-    # Seed 000: 419 unexpected interruptions in 54 days on 16,384 GPUs.
+    # Dubey et al. 2024, "The Llama 3 Herd of Models", §3.3.4: 419 unexpected interruptions
+    # in 54 days on 16,384 GPUs.
     mtbf_card = 54 * 24 * 16384 / 419
     body = api.post(
         EFFECTIVE_TIME,
@@ -95,7 +96,8 @@ def pool_estimate(api, members, **extra):
 
 @pytest.mark.parametrize("newer", ["H100 SXM5 80GB", "Ascend 910B"])
 def test_bucket_effect_old_plus_new_is_slower_than_twice_old(api, newer):
-    # Seed 003: 1,000 old + 1,000 new GPUs in one synchronous job < 2,000 old GPUs.
+    # Zheng 2024 (the bucket effect): 1,000 old + 1,000 new GPUs in one synchronous job
+    # < 2,000 old GPUs.
     mixed = pool_estimate(
         api,
         [{"accelerator": "A100 SXM4 80GB", "cards": 1000}, {"accelerator": newer, "cards": 1000}],
@@ -183,7 +185,7 @@ UTILIZATION = "/api/v1/estimates/utilization/"
 
 
 def test_best_practice_product_is_about_half(api):
-    # Seed 000 best practice: PUE 1.1, MFU 0.70, scaling 0.90, effective time 0.99, use 0.90.
+    # Baidu 2024 best practice: PUE 1.1, MFU 0.70, scaling 0.90, effective time 0.99, use 0.90.
     body = api.post(
         UTILIZATION,
         {"pue": 1.1, "mfu": 0.70, "scaling": 0.90, "effective_time": 0.99, "utilization": 0.90},

@@ -113,6 +113,22 @@ def test_a_card_that_cannot_hold_the_model_says_why(api):
     assert body["cost_per_million_tokens"] is None  # nothing served: unknown, not zero
 
 
+def test_p95_bounds_are_met_and_full_given_cards_have_no_settled_tail(api):
+    body = {
+        **LLAMA_70B, "weight_precision": "fp8", "kv_precision": "fp8",
+        "accelerator": "H100 SXM5 80GB", "input_tokens": 1000, "output_tokens": 500,
+    }  # fmt: skip
+    full = post(api, {**body, "cards": 8}).json()
+    assert full["ttft_p95_ms"] is None and full["utilization"] == 1.0  # no data, not zero
+    assert full["tpot_p95_ms"] >= full["tpot_ms"]
+    bounded = post(api, {**body, "cards": 8, "ttft_p95_ms": 1000, "tpot_p95_ms": 100}).json()
+    assert bounded["feasible"], bounded["reason"]
+    assert bounded["ttft_p95_ms"] <= 1000 and bounded["tpot_p95_ms"] <= 100
+    assert bounded["utilization"] < 1 and bounded["tokens_per_s"] < full["tokens_per_s"]
+    sized = post(api, {**body, "requests_per_s": 37, "ttft_p95_ms": 200}).json()
+    assert sized["ttft_p95_ms"] <= 200 and sized["requests_per_s"] == pytest.approx(37)
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -128,6 +144,9 @@ def test_a_card_that_cannot_hold_the_model_says_why(api):
         ({"layers": 80}, "hidden"),
         ({"bandwidth_efficiency": 1.5}, "bandwidth_efficiency"),
         ({"tp": 16}, "tp"),
+        ({"ttft_p95_ms": -1}, "ttft_p95_ms"),
+        ({"tpot_p95_ms": 1e12}, "tpot_p95_ms"),
+        ({"tpot_p95_ms": "inf"}, "tpot_p95_ms"),
     ],
 )
 def test_hostile_or_incomplete_input_is_a_400_naming_the_field(api, change, field):

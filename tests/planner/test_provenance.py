@@ -102,7 +102,7 @@ def test_meter_readings_are_measured_only_inside_their_period(
 def test_chart_and_table_round_h_alike_and_idle_cost_share_is_money():
     import pandas as pd
 
-    from config.tabular import unit_of
+    from core.tabular.columns import unit_of
     from frontend.dashboards.analyses import strategies_figure
 
     frame = pd.DataFrame(

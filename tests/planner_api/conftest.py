@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+
+from tests.polling import progress_recorder, wait_for_status
 
 PLANS = "/api/v1/plans/"
 
 
 def plan_payload(**options_spec) -> dict:
-    """GPT-3 175B (seed 002) on new A100/H100 at two sites, plus the demo's mixed pool."""
+    """GPT-3 175B (Baidu 2023) on new A100/H100 at two sites, plus the demo's mixed pool."""
     from inventory.models import Pool, Site
 
     site = Site.objects.get(name="Frankfurt DC1 (air)")
@@ -41,6 +41,20 @@ def payload(demo_fleet):
     return plan_payload()
 
 
+USD_TO_EUR = 0.92  # an administrator's dated rate, entered by the test (no market quote)
+
+
+def usd_to_eur_rate():
+    """The dated rate that prices the catalog's USD cards at the Frankfurt (EUR) demo site."""
+    import datetime as dt
+
+    from inventory.currency import ExchangeRate
+
+    return ExchangeRate.objects.create(
+        from_currency="USD", to_currency="EUR", rate=USD_TO_EUR, valid_on=dt.date(2020, 1, 1)
+    )
+
+
 def compute_now(plan_id: int) -> None:
     """Run the plan's current run in this process (the task body, no broker)."""
     from planner.models import Plan
@@ -52,13 +66,7 @@ def compute_now(plan_id: int) -> None:
 
 def wait_for(client, plan_id: int, statuses=("succeeded", "failed"), timeout_s=60) -> dict:
     """Poll a plan until the worker finishes it; `seen_progress` lists the progress seen."""
-    deadline = time.monotonic() + timeout_s
-    seen = []
-    while time.monotonic() < deadline:
-        body = client.get(f"{PLANS}{plan_id}/").json()
-        seen.append(body["progress"])
-        if body["status"] in statuses:
-            body["seen_progress"] = seen
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"plan {plan_id} still {body['status']} after {timeout_s}s")
+    fetch, seen = progress_recorder(lambda: client.get(f"{PLANS}{plan_id}/").json())
+    body = wait_for_status(fetch, f"plan {plan_id}", statuses, timeout_s)
+    body["seen_progress"] = seen
+    return body

@@ -9,7 +9,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from config.renderers import CSVRenderer, XLSXRenderer
+from core.tabular.renderers import CSVRenderer, XLSXRenderer
 from tests.planner_api.conftest import PLANS, compute_now
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner_api.conftest import PLANS, plan_payload, wait_for
+from tests.planner_api.conftest import PLANS, plan_payload, usd_to_eur_rate, wait_for
 
 pytestmark = pytest.mark.worker
 
@@ -13,6 +13,7 @@ def test_plan_is_queued_computed_ranked_and_pareto_marked(celery_worker, client_
     from inventory.services import load_demo_fleet
 
     load_demo_fleet()
+    usd_to_eur_rate()  # prices the catalog's USD cards at the EUR site
     client = client_for(planner)
     accepted = client.post(PLANS, plan_payload(), format="json")
     assert accepted.status_code == 202, accepted.content
@@ -32,19 +33,33 @@ def test_plan_is_queued_computed_ranked_and_pareto_marked(celery_worker, client_
     feasible = [row for row in rows if row["feasible"]]
     assert feasible and body["summary"]["feasible"] == len(feasible)
 
-    # Ranking: by cost and by days over feasible options, 1 = best.
+    # Frankfurt prices in EUR, the typed site and the pool in USD: no option is cheapest overall.
+    currencies = sorted({row["currency"] for row in feasible})
+    assert currencies == ["EUR", "USD"]
+    assert body["summary"]["cheapest"] is None and body["summary"]["fastest"] is None
+
+    # Ranking: by cost and by days over feasible options, 1 = best, within each currency;
+    # the stored lists run currency by currency.
     by_cost = results["ranking"]["by_cost"]
     assert sorted(by_cost) == sorted(row["option_id"] for row in feasible)
-    costs = [rows[i]["total_cost"] for i in by_cost]
-    assert costs == sorted(costs) and rows[by_cost[0]]["rank_by_cost"] == 1
-    days = [rows[i]["days"] for i in results["ranking"]["by_days"]]
-    assert days == sorted(days)
-    assert body["summary"]["cheapest"]["option_id"] == by_cost[0]
+    assert [rows[i]["currency"] for i in by_cost] == sorted(rows[i]["currency"] for i in by_cost)
+    headlines = {group["currency"]: group for group in body["summary"]["by_currency"]}
+    assert sorted(headlines) == currencies
+    for currency in currencies:
+        mine = [i for i in by_cost if rows[i]["currency"] == currency]
+        costs = [rows[i]["total_cost"] for i in mine]
+        assert costs == sorted(costs) and rows[mine[0]]["rank_by_cost"] == 1
+        assert headlines[currency]["cheapest"]["option_id"] == mine[0]
+        by_days = [i for i in results["ranking"]["by_days"] if rows[i]["currency"] == currency]
+        days = [rows[i]["days"] for i in by_days]
+        assert days == sorted(days)
+        assert headlines[currency]["fastest"]["option_id"] == by_days[0]
 
-    # Pareto flags: exactly the options no other feasible option dominates.
+    # Pareto flags: exactly the options no other feasible option of the same currency dominates.
     def dominated(row):
         return any(
-            o["days"] <= row["days"]
+            o["currency"] == row["currency"]
+            and o["days"] <= row["days"]
             and o["total_cost"] <= row["total_cost"]
             and (o["days"] < row["days"] or o["total_cost"] < row["total_cost"])
             for o in feasible
@@ -101,7 +116,11 @@ def test_recompute_failure_keeps_results_then_edit_recomputes(celery_worker, cli
     assert edited.json()["status"] == "queued"
     redone = wait_for(client, created["id"])
     assert redone["status"] == "succeeded", redone["error"]
-    assert redone["summary"]["fastest"]["days"] < good["summary"]["fastest"]["days"]
+    for before, after in zip(
+        good["summary"]["by_currency"], redone["summary"]["by_currency"], strict=True
+    ):
+        assert after["currency"] == before["currency"]
+        assert after["fastest"]["days"] < before["fastest"]["days"]
 
 
 def test_clone_is_owned_by_the_cloner_and_recomputed(

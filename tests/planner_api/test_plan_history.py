@@ -89,7 +89,7 @@ def test_a_pool_with_history_gets_measured_factors_one_without_stays_modeled(his
     assert ascend["effective_time"] == pytest.approx(256 * HOURS / allocated)
     assert ascend["effective_time_provenance"] == "measured"
     assert ascend["scaling_provenance"] == "modeled"
-    # Days follow from the measured factors (spec §6), computed here independently.
+    # Days follow from the measured factors (docs/capacity-planning.md), computed independently.
     flops = 6 * 7e9 * 100e9
     product = ascend["mfu"] * ascend["scaling"] * ascend["effective_time"]
     running_s = flops / (512 * ascend["peak_tflops_per_card"] * 1e12 * product)

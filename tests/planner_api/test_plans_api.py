@@ -7,7 +7,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import make_user
-from tests.planner_api.conftest import PLANS, compute_now, plan_payload
+from tests.planner_api.conftest import (
+    PLANS,
+    USD_TO_EUR,
+    compute_now,
+    plan_payload,
+    usd_to_eur_rate,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +25,7 @@ def other_planner(db):
 
 @pytest.fixture
 def plan_id(client_for, planner, payload):
+    usd_to_eur_rate()
     response = client_for(planner).post(PLANS, payload, format="json")
     assert response.status_code == 202, response.content
     compute_now(response.json()["id"])
@@ -190,7 +197,12 @@ def test_compare_puts_plans_side_by_side(client_for, planner, viewer, plan_id, d
     assert all(plan["pareto_front"] for plan in body["plans"])
     metrics = {row["metric"]: row["values"] for row in body["metrics"]}
     assert metrics["options"] == [3 * 2, 14]  # 1 card model x 3 sizes x 2 sites; the first
-    assert metrics["cheapest.total_cost"][0] >= metrics["cheapest.total_cost"][1]
+    # Compared within a currency only: the H100-only plan's options are a subset of the first's
+    # in each currency, so its cheapest costs at least as much there.
+    assert not any(metric.startswith("cheapest.total_cost") for metric in metrics)
+    for currency in ("EUR", "USD"):
+        costs = metrics[f"cheapest.{currency}.total_cost"]
+        assert None not in costs and costs[0] >= costs[1]
     assert client.get(f"{PLANS}compare/", {"ids": "1,abc"}).status_code == 400
     missing = client.get(f"{PLANS}compare/", {"ids": f"{plan_id},999999"})
     assert missing.status_code == 400 and "999999" in str(missing.json()["ids"])
@@ -253,8 +265,9 @@ def test_option_frame_takes_one_query_per_table(demo_fleet, django_assert_max_nu
         "pools": list(Pool.objects.values_list("pk", flat=True)),
         "cost_basis": "rental",
     }
-    # Catalog, sites, pools, their node groups (joined), the clusters' card totals.
-    with django_assert_max_num_queries(5):
+    # Catalog, sites, pools, their node groups (joined), the clusters' card totals, and the
+    # exchange rates into the one site currency (EUR) the catalog's USD prices are not in.
+    with django_assert_max_num_queries(6):
         options, _ = plans.build_options(spec, {})
     cards_from_pools = options[options["source"] == "pool"]
     assert len(options) == len(spec["accelerators"]) * 3 * 3 + len(cards_from_pools)
@@ -308,6 +321,7 @@ def test_choose_for_me_grid_is_computed_in_chunks_with_progress(planner, demo_fl
     from planner import plans
     from planner.models import Plan
 
+    usd_to_eur_rate()
     names = list(AcceleratorModel.objects.values_list("name", flat=True))
     plan = Plan(
         name="grid",
@@ -327,10 +341,16 @@ def test_choose_for_me_grid_is_computed_in_chunks_with_progress(planner, demo_fl
     assert seen == sorted(seen) and seen[-1] == 95
     # Ranks and the Pareto front span the whole grid, not one chunk.
     rows = results["options"]
-    assert sorted(r["rank_by_cost"] for r in rows if r["rank_by_cost"] == 1) == [1]
-    cheapest = min((r for r in rows if r["feasible"]), key=lambda r: r["total_cost"])
-    assert cheapest["option_id"] == summary["cheapest"]["option_id"]
-    assert cheapest["on_pareto_front"]
+    # Frankfurt prices in EUR, Ulanqab in USD: one first place per currency, never one overall.
+    assert summary["cheapest"] is None
+    headlines = {group["currency"]: group for group in summary["by_currency"]}
+    assert sorted(headlines) == ["EUR", "USD"]
+    for currency, headline in headlines.items():
+        mine = [r for r in rows if r["feasible"] and r["currency"] == currency]
+        assert [r["rank_by_cost"] for r in mine].count(1) == 1
+        cheapest = min(mine, key=lambda r: r["total_cost"])
+        assert cheapest["option_id"] == headline["cheapest"]["option_id"]
+        assert cheapest["on_pareto_front"]
     shortlisted = set(results["sensitivity_option_ids"])
     assert len(shortlisted) < summary["feasible"]
     assert {r["option_id"] for r in results["levers"]} == shortlisted
@@ -359,3 +379,38 @@ def test_inventory_assumptions_and_terms_reach_the_options(demo_fleet):
     # A plan-wide override applies to every option.
     assert (options["scaling"] == 0.8).all()
     assert (options["scaling_provenance"] == "override").all()
+
+
+def test_a_card_price_in_another_currency_than_the_site_is_converted_or_left_unpriced(
+    planner, demo_fleet
+):
+    """Frankfurt prices energy in EUR, the catalog's cards cost USD: never added as they are."""
+    from inventory.models import Site
+    from planner import plans
+    from planner.models import Plan
+
+    frankfurt = Site.objects.get(name="Frankfurt DC1 (air)")
+    spec = {"accelerators": ["H100 SXM5 80GB"], "cards": [1024], "sites": [frankfurt.pk]}
+    plan = Plan(name="fx", owner=planner, workload={"model_params": 7e9, "tokens": 1e11})
+    plan.options_spec = spec
+    results, summary, _ = plans.compute(plan)
+    (row,) = results["options"]
+    assert not row["feasible"] and row["total_cost"] is None
+    assert "no USD→EUR exchange rate" in row["reason"]
+    assert summary["by_currency"] == [] and summary["cheapest"] is None
+
+    usd_to_eur_rate()
+    results, summary, _ = plans.compute(plan)
+    (row,) = results["options"]
+    assert row["feasible"] and row["currency"] == "EUR"
+    assert any("USD→EUR 0.92" in warning for warning in results["warnings"])
+    hours = row["card_hours"]
+    usd_price = _catalog_price_per_card_hour("H100 SXM5 80GB")
+    assert row["compute_cost"] == pytest.approx(hours * usd_price * USD_TO_EUR, rel=1e-9)
+    assert summary["by_currency"][0]["cheapest"]["option_id"] == row["option_id"]
+
+
+def _catalog_price_per_card_hour(name: str) -> float:
+    from inventory.models import AcceleratorModel
+
+    return AcceleratorModel.objects.get(name=name).rental_price_per_card_hour

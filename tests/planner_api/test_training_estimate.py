@@ -16,7 +16,8 @@ def api(client_for, viewer):
 
 
 def megatron(**extra) -> dict:
-    """Seed 002 (Megatron-LM): GPT-3 175B, 300B tokens, k = 8, 1,024 A100 at 140 TFLOP/s."""
+    """Megatron-LM (Narayanan et al., SC 2021), as Baidu 2023 quotes it: GPT-3 175B, 300B
+    tokens, k = 8, 1,024 A100 at 140 TFLOP/s."""
     return {
         "model_params": 175e9,
         "tokens": 300e9,
@@ -41,7 +42,7 @@ def test_seed_002_gpt3_on_1024_a100_takes_about_34_days(api):
     assert body["cards"] == 1024
     assert body["card_hours"] == pytest.approx(1024 * 24 * body["days"])
     assert body["factors"]["mfu"] == pytest.approx(140 / 312)
-    assert body["factors"]["provenance"]["mfu"] == "measured"
+    assert body["factors"]["provenance"]["mfu"] == "entered"  # a throughput typed by the user
     assert body["accelerator"]["name"] == A100_80GB
 
 
@@ -132,3 +133,84 @@ def test_bad_input_is_400_naming_the_field(api, change, field):
 
 def test_anonymous_gets_401(client_for):
     assert client_for(None).post(URL, megatron(), format="json").status_code == 401
+
+
+def llama3_405b(**extra) -> dict:
+    """Llama 3 405B (Dubey et al. 2024, Table 4): 16,384 H100, 8k sequences, 16M-token batch."""
+    return {
+        "model_params": 405e9,
+        "tokens": 15.6e12,
+        "accelerator": "H100 SXM5 80GB",
+        "cards": 16_384,
+        "seq_len": 8192,
+        "global_batch_tokens": 16 * 2**20,
+        "scaling": "modeled",
+        "effective_time": "modeled",
+        "utilization": 1,
+        "fabric": "roce",
+        "inter_node_bandwidth_gbps_per_card": 400,
+        **extra,
+    }
+
+
+def test_modeled_factors_return_the_split_provenance_and_a_range(api):
+    # Llama 3 §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs.
+    response = api.post(
+        URL,
+        llama3_405b(
+            mtbf_card_hours=54 * 24 * 16_384 / 419,
+            site_kind="production",
+            checkpoint_async=True,
+            checkpoint_save_minutes=3,
+        ),
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["feasible"], body["reason"]
+    split = body["parallelism"]
+    assert split["tp"] * split["pp"] * split["cp"] * split["dp"] == 16_384
+    assert split["virtual_stages"] >= 1 and split["micro_batch"] >= 1
+    assert split["global_batch_sequences"] * 8192 == pytest.approx(16 * 2**20, rel=0.01)
+    assert "largest loss" in split["why"]
+    provenance = body["factors"]["provenance"]
+    assert provenance["scaling"] == provenance["effective_time"] == "modeled"
+    assert provenance["utilization"] == "entered"
+    assert body["factors"]["effective_time"] >= 0.85
+    assert body["days_range"]["low"] <= body["days"] <= body["days_range"]["high"]
+    assert {u["uncertainty"] for u in body["days_range"]["uncertainties"]} <= {
+        "mfu",
+        "fabric",
+        "mtbf",
+        "restart",
+    }
+    goodput = body["goodput"]
+    assert goodput["runtime"] == goodput["ettr"] == body["factors"]["effective_time"]
+    assert goodput["program"] == pytest.approx(body["factors"]["mfu"] * body["factors"]["scaling"])
+
+
+def test_entered_effective_time_inputs_move_the_modeled_factor(api):
+    fragile = api.post(URL, llama3_405b(mtbf_card_hours=5_000), format="json").json()
+    sturdy = api.post(URL, llama3_405b(mtbf_card_hours=100_000), format="json").json()
+    assert fragile["factors"]["effective_time"] < sturdy["factors"]["effective_time"]
+    assert fragile["days"] > sturdy["days"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"scaling": "guessed"}, "scaling"),
+        ({"effective_time": 0}, "effective_time"),
+        ({"global_batch_tokens": 1e13}, "global_batch_tokens"),
+        ({"global_batch_sequences": 1024}, "global_batch_tokens"),
+        ({"mtbf_card_hours": 0}, "mtbf_card_hours"),
+        ({"restart_minutes": -1}, "restart_minutes"),
+        ({"checkpoint_interval_minutes": 0}, "checkpoint_interval_minutes"),
+        ({"site_kind": "garage"}, "site_kind"),
+        ({"fabric": "carrier_pigeon"}, "fabric"),
+    ],
+)
+def test_bad_modeled_factor_input_is_400_naming_the_field(api, change, field):
+    response = api.post(URL, llama3_405b(**change), format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()

@@ -1,4 +1,4 @@
-"""Memory wall: training state (seed 001, ZeRO paper) and activations (Korthikanti 2022)."""
+"""Memory wall: training state (Alibaba Cloud 2024, ZeRO) and activations (Korthikanti 2022)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_factors_already_above_best_practice_save_nothing(plan):
     assert (tornado["cost_saved"] >= -1e-6).all()
 
 
-def test_best_practice_targets_come_from_the_seeds():
+def test_best_practice_targets_come_from_the_published_sources():
     assert (
         BEST_PRACTICE.pue,
         BEST_PRACTICE.mfu,

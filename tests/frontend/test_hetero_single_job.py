@@ -1,0 +1,52 @@
+"""The mixed-pool page asks whether the goal is one large synchronous job and names the best
+single-job strategy beside the split recommendation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from frontend.dashboards.analysis_selectors import SINGLE_JOB_STRATEGIES, STRATEGY_LABELS
+from tests.frontend.test_dashboards_analyses import fleet_analysis, mixed_pool  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_page_names_the_best_single_job_strategy_beside_the_split(
+    client,
+    viewer,
+    fleet_analysis,  # noqa: F811
+    mixed_pool,  # noqa: F811
+):
+    stored = next(p for p in fleet_analysis.results["pools"] if p["pool_id"] == mixed_pool.pk)
+    assert stored["recommended_strategy"] == "split_homogeneous"  # h = 1 by definition
+    best = max(SINGLE_JOB_STRATEGIES, key=lambda s: stored[f"h_{s}"])
+    client.force_login(viewer)
+    html = client.get(f"/analyses/{fleet_analysis.pk}/pools/{mixed_pool.pk}/").content.decode()
+    goal = re.search(r'<p class="single-job-goal">(.*?)</p>', html, re.S)
+    assert goal, "the single-job question is missing"
+    text = goal[1]
+    assert "Is the goal one large synchronous job across all cards?" in text
+    assert f"<strong>{STRATEGY_LABELS[best]}</strong>" in text
+    assert f"h = {stored[f'h_{best}']:.3f}" in text
+    assert f"{stored[f'delivered_pflops_{best}']:.1f} PFLOP/s delivered" in text
+    # The demo's mixed A100 + H100 pool: static shares by speed beat equal shares (the A100
+    # would hold every step back) and fine-grained pieces (each runs less efficiently).
+    assert best == "static_proportional"
+    assert stored["h_static_proportional"] < 1.0
+
+
+def test_a_single_job_recommendation_asks_nothing_more(
+    client,
+    viewer,
+    fleet_analysis,  # noqa: F811
+    mixed_pool,  # noqa: F811
+):
+    results = fleet_analysis.results
+    pool = next(p for p in results["pools"] if p["pool_id"] == mixed_pool.pk)
+    pool["recommended_strategy"] = "static_proportional"
+    fleet_analysis.save(update_fields=["results"])
+    client.force_login(viewer)
+    html = client.get(f"/analyses/{fleet_analysis.pk}/pools/{mixed_pool.pk}/").content.decode()
+    assert 'class="single-job-goal"' not in html
