@@ -126,7 +126,7 @@ def bare_arrays(
 
 
 def _scaling(n, speed, node, nvlink, fabric_bytes_s):
-    """§3 with the default job shape; returns compute, comm and bubble seconds per step."""
+    """Scaling model, default job shape: compute, comm and bubble seconds per step."""
     t = np.maximum(1.0, np.minimum(np.minimum(table("tensor_parallel"), node), n))
     p = np.maximum(1.0, np.minimum(table("pipeline_parallel"), np.floor(n / t)))
     d = n / (t * p)

@@ -101,7 +101,7 @@ def step_export(url: str, rows: int, copy: bool = True) -> dict:
     from django.test import Client
 
     if not copy:  # the path SQLite (or a computed column) takes: rows converted in Python
-        from config import exporting
+        from core.tabular import exporting
 
         exporting.copy_csv_supported = lambda plain: False
 
@@ -125,7 +125,7 @@ def step_ceiling(url: str, rows: int) -> dict:
 
     from accounting.api.serializers import UsageRecordSerializer
     from accounting.models import UsageRecord
-    from config.exporting import values_plan
+    from core.tabular.exporting import values_plan
 
     plan = values_plan(UsageRecordSerializer())
     started = time.perf_counter()

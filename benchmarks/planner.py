@@ -1,8 +1,9 @@
 """Benchmark the capacity planner's "choose for me" search.
 
-10 card models × 50 card counts, every valid TP × PP × DP split of each count evaluated
-(memory wall, §3 scaling, §4 effective time), the fastest fitting split kept per option,
-then outcomes, ranking and the Pareto front. Target: < 5 s.
+10 card models × 50 card counts, every valid (tp, pp, virtual stages, cp, dp, micro-batch)
+split of each count evaluated (memory wall, step-time model, effective time), the fastest
+fitting split kept per option, then outcomes, the 10th-90th percentile band, ranking and the
+Pareto front. Target: < 5 s. Deadline mode (exact smallest-card search): target < 2 s.
 
 Run from the repository root:
     .venv/bin/python benchmarks/planner.py [--repeats 5]
