@@ -300,9 +300,10 @@ def usage_rows(chunk: pd.DataFrame, context: ClusterContext, import_job_id: int 
     ).reset_index(drop=True)
     lines = chunk["source_line"].to_numpy()
     issues: list[LineIssue] = []
+    # Text columns are NOT NULL: absent text is "" (PostgreSQL's COPY does this by itself).
+    rows[list(TEXT_COLUMNS)] = rows[list(TEXT_COLUMNS)].fillna("")
     for name, limit in _max_lengths().items():
-        text = rows[name].fillna("")
-        rows[name] = text
+        text = rows[name]
         too_long = (text.str.len() > limit).to_numpy()
         for position in np.flatnonzero(too_long)[:MAX_ISSUES]:
             column = CHUNK_COLUMN_LABELS.get(name, name)

@@ -41,9 +41,11 @@ def _money_title(currency: str) -> str:
 def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     group = frame.columns[0]
     figure = None
+    # Drill-down: the last customdata item opens the scope's page (frontend/drilldown.py).
+    labels = frame[group].unique()
+    urls = dict(zip(labels, drilldown.mark_urls(group, labels, "costs"), strict=True))
     for figure, currency, rows, row, col in currency_panels(frame):
-        # Drill-down: the last customdata item opens the scope's page (frontend/drilldown.py).
-        targets = rows[["currency"]].assign(url=drilldown.mark_urls(group, rows[group], "costs"))
+        targets = rows[["currency"]].assign(url=rows[group].map(urls))
         for column, label in data.COST_PARTS.items():
             figure.add_trace(
                 go.Bar(

@@ -458,17 +458,27 @@ def test_cost_charts_equal_their_csv_and_the_api(client, viewer, usage):
         merged["cost_per_effective_pflop_day_api"].astype(float),
         rtol=1e-7,
     )
-    fleet = per_day[per_day["cluster"] == "All clusters"].set_index("bucket_start")
-    sums = clusters.groupby("bucket_start")[["total_cost", "effective_pflop_days"]].sum()
+    # The fleet line is drawn once per currency (EUR and USD are never added).
+    fleet = per_day[per_day["cluster"] == "All clusters"].set_index(["currency", "bucket_start"])
+    sums = clusters.groupby(["currency", "bucket_start"])[
+        ["total_cost", "effective_pflop_days"]
+    ].sum()
+    assert set(fleet.index.get_level_values("currency")) == {"EUR", "USD"}
     np.testing.assert_allclose(
         fleet["cost_per_effective_pflop_day"],
         sums["total_cost"] / sums["effective_pflop_days"],
         rtol=1e-7,
     )
     page = client.get(reverse("frontend:costs"), params)
-    traces = {t["name"]: t for t in figure_traces(page, "costs-breakdown")}
+    # One panel per currency: the ownership bars of both panels, in the CSV's order.
+    ownership = [
+        t for t in figure_traces(page, "costs-breakdown") if t["name"] == "Ownership or rental"
+    ]
+    assert [t["customdata"][0][0] for t in ownership] == sorted(breakdown["currency"].unique())
     np.testing.assert_allclose(
-        trace_values(traces["Ownership or rental"], "y"), breakdown["ownership_cost"], rtol=REL
+        np.concatenate([trace_values(t, "y") for t in ownership]),
+        breakdown.sort_values("currency")["ownership_cost"],
+        rtol=REL,
     )
 
 
@@ -478,13 +488,16 @@ def test_chargeback_table_equals_the_api_and_adds_up(client, viewer, usage, rule
     params = {**QUERY, "granularity": "month", "idle_rule": rule}
     frame = csv_frame(client, "costs-chargeback", params)
     report = api(client, "chargeback", params)
-    expected = pd.DataFrame(report["rows"]).groupby("team")["chargeback_cost"].sum()
+    keys = ["team", "currency"]
+    expected = pd.DataFrame(report["rows"]).groupby(keys)["chargeback_cost"].sum()
     np.testing.assert_allclose(
-        frame.set_index("team")["chargeback_cost"].sort_index(), expected.sort_index(), rtol=1e-7
+        frame.set_index(keys)["chargeback_cost"].sort_index(), expected.sort_index(), rtol=1e-7
     )
-    total_cost = sum(row["total_cost"] for row in report["totals"])
-    assert frame["chargeback_cost"].sum() == pytest.approx(total_cost, rel=1e-9)
-    assert frame["share_of_total_pct"].sum() == pytest.approx(100.0)
+    # Each currency adds up on its own: a team's EUR and USD charges are never summed.
+    totals = pd.DataFrame(report["totals"]).groupby("currency")["total_cost"].sum()
+    by_currency = frame.groupby("currency")
+    np.testing.assert_allclose(by_currency["chargeback_cost"].sum(), totals, rtol=1e-9)
+    np.testing.assert_allclose(by_currency["share_of_total_pct"].sum(), 100.0)
     if rule == "none":
         assert "(idle, not charged)" in set(frame["team"])
     page = client.get(reverse("frontend:costs"), {**params, "sort": "team"})
@@ -494,7 +507,8 @@ def test_chargeback_table_equals_the_api_and_adds_up(client, viewer, usage, rule
     teams = re.findall(r'<tr><th scope="row">([^<]+)</th>', body.split("<tfoot>")[0])
     assert teams == sorted(frame["team"])
     footer = body.split("<tfoot>")[1]
-    assert f"{round(total_cost):,}".replace(",", "") in footer.replace(",", "")
+    for currency, total_cost in totals.items():
+        assert f'{round(total_cost):,}</td><td class="num">100.0</td><td>{currency}' in footer
 
 
 # -- budget ----------------------------------------------------------------------------------
@@ -502,14 +516,16 @@ def test_chargeback_table_equals_the_api_and_adds_up(client, viewer, usage, rule
 
 @pytest.mark.parametrize(
     ("name", "params", "first_view_max", "cached_max"),
-    # First views include the two coverage queries (spans of records and of sreports).
+    # First views include the two coverage queries (spans of records and of sreports) and one
+    # label → id query per chart with drill-down links; cached views still read the rollup
+    # status (two queries). None grows with the data.
     [
-        ("frontend:usage", QUERY, 48, 10),
-        ("frontend:usage", {**QUERY, "group_by": "pool", "granularity": "day"}, 48, 10),
-        ("frontend:costs", QUERY, 46, 8),
-        ("frontend:costs", {**QUERY, "group_by": "site", "idle_rule": "even"}, 46, 8),
+        ("frontend:usage", QUERY, 52, 12),
+        ("frontend:usage", {**QUERY, "group_by": "pool", "granularity": "day"}, 52, 12),
+        ("frontend:costs", QUERY, 51, 10),
+        ("frontend:costs", {**QUERY, "group_by": "site", "idle_rule": "even"}, 51, 10),
         # Weekly charts: a second pool-cost run (the chargeback stays monthly).
-        ("frontend:costs", {**QUERY, "granularity": "week"}, 60, 8),
+        ("frontend:costs", {**QUERY, "granularity": "week"}, 65, 10),
     ],
 )
 def test_pages_run_a_fixed_number_of_queries(
@@ -561,7 +577,9 @@ def test_the_first_view_after_a_refresh_reads_the_precomputed_default_view(
     page_kind = name.split(":")[1] + "-page"
     assert client.get(reverse(name), {"group_by": "site"}).status_code == 200
     assert usage_selectors.computations == {page_kind: 1}
-    assert client.get(reverse(name), QUERY).status_code == 200
+    # (The default period spans the usage, i.e. QUERY; July alone is another period.)
+    july = {"start": "2024-07-01", "end": "2024-08-01"}
+    assert client.get(reverse(name), july).status_code == 200
     reports = set(usage_selectors.computations) - {page_kind}
     expected = (
         {"utilization"} if name == "frontend:usage" else {"pool-costs", "costs", "chargeback"}
@@ -576,7 +594,9 @@ def test_csv_download_matches_what_the_table_lists(client, viewer, usage):
     page = client.get(reverse("frontend:usage"), QUERY).content.decode()
     for row in rows:
         allocated = f"{float(row['allocated_card_hours']):,.0f}"
-        assert f'<th scope="row">{row["cluster"]}</th><td class="num">{allocated}</td>' in page
+        # The cluster cell links to its page (drill-down); the number follows it.
+        cell = rf'<th scope="row"><a href="[^"]+">{re.escape(row["cluster"])}</a></th>'
+        assert re.search(cell + rf'<td class="num">{re.escape(allocated)}</td>', page)
 
 
 def test_cached_results_follow_new_usage_and_inventory_edits(client, viewer, usage):
