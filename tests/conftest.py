@@ -68,12 +68,18 @@ def demo_fleet(db):
 def celery_worker_session(django_db_setup, django_db_blocker):
     """A real Celery worker (in a thread) consuming from the configured broker."""
     from celery.contrib.testing.worker import start_worker
+    from django.conf import settings
 
     from config.celery_app import app
 
     with django_db_blocker.unblock():
         app.control.purge()  # drop messages left by an earlier, interrupted run
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+        # The queue by name: a test that points app.conf at a private queue for a while must
+        # not leave the worker consuming only that one (app.amqp caches its queue list).
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE]
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=queues
+        ):
             yield app
 
 
