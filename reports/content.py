@@ -359,7 +359,7 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
                 "previous": before,
                 **relative,
                 "no_data_reason": (
-                    f"no single total: the scope mixes {', '.join(current['currencies'])}; "
+                    f"no single total: the scope mixes {' and '.join(current['currencies'])}; "
                     "see the cost sheets per currency"
                 )
                 if unit == "money" and mixed
@@ -547,8 +547,8 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
     )
     if len(current["currencies"]) > 1:
         warnings.append(
-            "The scope mixes currencies (" + ", ".join(current["currencies"]) + "): money is "
-            "shown per currency in the cost tables and left out of the headline."
+            "The scope mixes " + " and ".join(current["currencies"]) + ": money is shown per "
+            "currency in the cost tables and left out of the headline."
         )
     if schedule.scope == ReportScope.TEAM:
         warnings.append(

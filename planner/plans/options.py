@@ -518,8 +518,8 @@ def build_options(
     currencies = set(frame["currency"])
     if len(currencies) > 1:
         warnings.append(
-            f"Options cost money in several currencies ({', '.join(sorted(currencies))}): "
-            "they are ranked, and the cheapest and fastest named, within each currency."
+            f"Options are priced in {' and '.join(sorted(currencies))}: they are ranked, and "
+            "the cheapest and fastest named, within each currency."
         )
     frame.index = pd.RangeIndex(len(frame), name="option_id")
     return frame, warnings

@@ -63,7 +63,8 @@ def test_costs_page_renders_its_charts_and_the_sortable_table(
     page.goto(f"/costs/?{QUERY}")
     for key in ("costs-breakdown", "costs-pflop-day", "costs-chargeback"):
         page.wait_for_selector(f"#chart-{key} .main-svg")
-    assert trace_count(page, "chart-costs-breakdown") == 3  # ownership, energy, PUE overhead
+    # Ownership, energy and PUE overhead, in one panel per currency (EUR and USD sites).
+    assert trace_count(page, "chart-costs-breakdown") == 3 * 2
     assert "in proportion to their used card-hours" in page.inner_text(".idle-rule")
     assert_accessible_basics(page)
     screenshot(page, "costs")
@@ -77,8 +78,11 @@ def test_costs_page_renders_its_charts_and_the_sortable_table(
     page.get_by_role("button", name="Show").click()
     page.wait_for_url(lambda url: "idle_rule=none" in url)
     page.wait_for_selector("#chart-costs-breakdown .main-svg")
-    bars = page.evaluate("() => document.getElementById('chart-costs-breakdown').data[0].x")
-    assert sorted(bars) == ["Frankfurt DC1 (air)", "Ulanqab DC2 (liquid)"]
+    bars = page.evaluate(
+        "() => document.getElementById('chart-costs-breakdown').data.flatMap(t => t.x)"
+    )
+    # Each site in its currency's panel (Frankfurt in EUR, Ulanqab in USD).
+    assert sorted(set(bars)) == ["Frankfurt DC1 (air)", "Ulanqab DC2 (liquid)"]
     assert "(idle, not charged)" in page.inner_text("table.sortable")
 
 

@@ -55,7 +55,7 @@ def test_where_the_money_is_lost_is_per_currency_and_equals_the_cost_api(
     assert any((row["lost_cost"] or 0) > 0 for row in waste)  # money was lost: not empty
     # No headline money total across EUR and USD; the reason says why.
     total = next(f for f in numbers["summary"]["figures"] if f["name"] == "total_cost")
-    assert total["value"] is None and "EUR, USD" in total["no_data_reason"]
+    assert total["value"] is None and "EUR and USD" in total["no_data_reason"]
 
     workbook = load_workbook(io.BytesIO(render_xlsx(numbers)))
     sheet = workbook["Waste by factor"]
@@ -76,7 +76,7 @@ def test_where_the_money_is_lost_is_per_currency_and_equals_the_cost_api(
     summary = workbook["Summary"]
     total_row = next(r for r in summary.iter_rows() if r[0].value == "Total cost")
     assert total_row[1].value == content.NO_DATA
-    assert "mixes EUR, USD" in total_row[1].comment.text
+    assert "mixes EUR and USD" in total_row[1].comment.text
 
 
 def test_an_empty_period_reads_no_data_with_the_reason_in_every_empty_cell(report_fleet):
