@@ -14,6 +14,7 @@ from django.views.decorators.http import require_safe
 from access.pages import role_required
 from frontend import drilldown
 from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.dashboards import dashboard_query, period_forms
 from frontend.dashboards import usage_selectors as data
 from frontend.dashboards.money import currency_panels, reporting_currency
 from inventory.currency import in_reporting_currency
@@ -23,7 +24,7 @@ PART_COLOURS = {
     "it_energy_cost": "#2a9d8f",
     "pue_overhead_cost": "#f4a261",
 }
-GROUP_LABELS = dict(data.COST_GROUPS)
+GROUP_LABELS = dict(period_forms.COST_GROUPS)
 CHARGEBACK_COLUMNS = [
     ("team", "Team", False),
     ("used_card_hours", "Used card-hours", True),
@@ -198,11 +199,11 @@ def _converted(request, totals: list[dict], query: dict) -> dict | None:
 @role_required()
 @require_safe
 def costs_dashboard(request):
-    form = data.bound_form(data.CostFilterForm, request)
+    form = dashboard_query.bound_form(period_forms.CostFilterForm, request)
     context = {"form": form, "charts": []}
     if not form.is_valid():
         return render(request, "frontend/dashboards/costs.html", context, status=400)
-    query = data.query(data.CostFilterForm, request)
+    query = dashboard_query.query(period_forms.CostFilterForm, request)
     sort = request.GET.get("sort", "-chargeback_cost")
     if sort.lstrip("-") not in data.CHARGEBACK_SORTS:
         sort = "-chargeback_cost"
@@ -215,7 +216,7 @@ def costs_dashboard(request):
         chargeback_rows=table.to_dict("records") if not table.empty else [],
         chargeback_totals=(totals := data.chargeback_totals(table)),
         headers=_sort_links(request, sort),
-        idle_rule_words=data.IDLE_RULE_WORDS[query["idle_rule"]],
+        idle_rule_words=period_forms.IDLE_RULE_WORDS[query["idle_rule"]],
         warnings=page["warnings"],
         converted=_converted(request, totals, query),
     )

@@ -14,14 +14,14 @@ import plotly.graph_objects as go
 from django.http import HttpRequest
 
 from frontend.charts import SERIES_COLOURS, register, render_chart, styled
-from frontend.dashboards import usage_selectors as data
+from frontend.dashboards import dashboard_query, period_forms
 from telemetry.selectors import daily_activity
 
 KEY = "usage-telemetry-activity"
 
 
 def activity_frame(request: HttpRequest) -> pd.DataFrame:
-    query = data.query(data.UsageFilterForm, request)
+    query = dashboard_query.query(period_forms.UsageFilterForm, request)
     cluster = query.get("cluster")
     last_day = query["end"] - dt.timedelta(days=1)  # the page's end is the day after
     cluster_ids = None if cluster is None else (cluster.pk,)

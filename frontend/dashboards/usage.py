@@ -14,10 +14,10 @@ from accounting.models import SreportUtilization
 from accounting.rollups import rollup_status
 from frontend import drilldown
 from frontend.charts import SERIES_COLOURS, register, styled
-from frontend.dashboards import telemetry_activity
+from frontend.dashboards import dashboard_query, period_forms, telemetry_activity
 from frontend.dashboards import usage_selectors as data
 
-GROUP_LABELS = dict(data.USAGE_GROUPS)
+GROUP_LABELS = dict(period_forms.USAGE_GROUPS)
 BREAKDOWN_PARTS = {
     "allocated_card_hours": ("Allocated", "#1f5fa8"),
     "idle_card_hours": ("Idle", "#a8c5e6"),
@@ -135,11 +135,11 @@ register(
 @role_required()
 @require_safe
 def usage_dashboard(request):
-    form = data.bound_form(data.UsageFilterForm, request)
+    form = dashboard_query.bound_form(period_forms.UsageFilterForm, request)
     context = {"form": form, "charts": [], "breakdown": None}
     if not form.is_valid():
         return render(request, "frontend/dashboards/usage.html", context, status=400)
-    query = data.query(data.UsageFilterForm, request)
+    query = dashboard_query.query(period_forms.UsageFilterForm, request)
     cluster = query.get("cluster")
     cluster_ids = [cluster.pk] if cluster is not None else None
     page = data.usage_page(request)  # precomputed for the defaults, else computed once

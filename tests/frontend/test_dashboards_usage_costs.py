@@ -12,7 +12,6 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 
@@ -226,7 +225,7 @@ def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
     from accounting import services, tasks  # noqa: F401 - registers the worker tasks
     from accounting.models import RollupRefresh, UsageDailyRollup
     from core.jobs import dispatch
-    from frontend.dashboards import usage_selectors
+    from frontend.dashboards import dashboard_query, usage_selectors
     from inventory.models import Cluster
 
     def broker_down(*args):
@@ -253,11 +252,11 @@ def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
     assert (refresh.status, refresh.error, refresh.records) == ("succeeded", "", imported)
     assert UsageDailyRollup.objects.filter(cluster=cluster).exists()
     # ... and precomputed the default views: the first visit computes nothing.
-    usage_selectors.computations.clear()
-    request = HttpRequest()
-    usage_selectors.usage_page(request)
-    usage_selectors.costs_page(request)
-    assert usage_selectors.computations == {}
+    dashboard_query.computations.clear()
+    fleet_view = dashboard_query.DashboardQuery.of_params({})
+    usage_selectors.usage_page(fleet_view)
+    usage_selectors.costs_page(fleet_view)
+    assert dashboard_query.computations == {}
     # A redelivered message of a finished refresh does nothing.
     assert run_rollup_refresh_again(refresh) == {"skipped": refresh.pk}
 
@@ -538,7 +537,7 @@ def test_pages_run_a_fixed_number_of_queries(
     first_view_max,
     cached_max,
 ):
-    from frontend.dashboards.usage_selectors import shared_cache
+    from frontend.dashboards.dashboard_query import shared_cache
 
     client.force_login(viewer)
     client.get(reverse(name), params)  # warm the session and the content-type caches
@@ -556,31 +555,31 @@ def test_the_first_view_after_a_refresh_reads_the_precomputed_default_view(
     client, viewer, usage, django_assert_max_num_queries, name, max_queries
 ):
     from accounting.tasks import refresh_usage_rollups
-    from frontend.dashboards import usage_selectors
+    from frontend.dashboards import dashboard_query
 
     client.force_login(viewer)
     client.get(reverse("frontend:home"))  # warm the session and the content-type caches
     key = "usage-utilization" if name == "frontend:usage" else "costs-breakdown"
-    usage_selectors.shared_cache().clear()
+    dashboard_query.shared_cache().clear()
     computed = figure_traces(client.get(reverse(name)), key)  # on demand
-    usage_selectors.shared_cache().clear()
+    dashboard_query.shared_cache().clear()
     # The worker's refresh task: rollups rebuilt, then the default views precomputed.
     refresh_usage_rollups.apply(args=[None]).get()
-    usage_selectors.computations.clear()
+    dashboard_query.computations.clear()
     with django_assert_max_num_queries(max_queries):
         response = client.get(reverse(name))
     assert response.status_code == 200
-    assert usage_selectors.computations == {}  # no report ran for this request
+    assert dashboard_query.computations == {}  # no report ran for this request
     assert figure_traces(response, key) == computed
     # Another option of the default period: its reports were precomputed too, only the page
     # (charts) is drawn; another period computes its reports on demand.
     page_kind = name.split(":")[1] + "-page"
     assert client.get(reverse(name), {"group_by": "site"}).status_code == 200
-    assert usage_selectors.computations == {page_kind: 1}
+    assert dashboard_query.computations == {page_kind: 1}
     # (The default period spans the usage, i.e. QUERY; July alone is another period.)
     july = {"start": "2024-07-01", "end": "2024-08-01"}
     assert client.get(reverse(name), july).status_code == 200
-    reports = set(usage_selectors.computations) - {page_kind}
+    reports = set(dashboard_query.computations) - {page_kind}
     expected = (
         {"utilization"} if name == "frontend:usage" else {"pool-costs", "costs", "chargeback"}
     )
