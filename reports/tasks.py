@@ -37,7 +37,9 @@ def generate_report(report_id: int) -> dict:
 def delivery_countdown_s(retries: int) -> int:
     """Back-off before the next attempt: Celery's exponential back-off with full jitter (what
     ``retry_backoff``/``retry_jitter`` compute), up to base × 2^retries s, at most an hour.
-    Computed here, not as task options, so the base setting is read at each retry."""
+    The task's own retry options already serve transient database errors (seconds, see
+    DURABLE_TASK_OPTIONS); an SMTP refusal waits minutes, so its countdown comes from the
+    same Celery function with the delivery base."""
     base_s = max(1, round(settings.REPORTS_DELIVERY_RETRY_BASE_S))
     return get_exponential_backoff_interval(base_s, retries, 3600, full_jitter=True)
 
