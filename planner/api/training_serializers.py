@@ -179,6 +179,9 @@ class EnergyOutputSerializer(serializers.Serializer):
 class CostOutputSerializer(serializers.Serializer):
     basis = serializers.CharField(allow_null=True)
     price_source = serializers.CharField(allow_null=True, help_text="entered, catalog or null")
+    unpriced_reason = serializers.CharField(
+        allow_null=True, help_text="why the money is null: no price entered nor in the catalog"
+    )
     currency = serializers.CharField()
     compute = serializers.FloatField(allow_null=True)
     energy = serializers.FloatField(allow_null=True)

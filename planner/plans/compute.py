@@ -197,7 +197,8 @@ _ESTIMATE_PASSTHROUGH = ESTIMATE_PAYLOAD_FIELDS
 
 def estimate_training_for(data: Mapping[str, Any]) -> dict[str, Any]:
     """The scalar estimate with the accelerator's catalog figures (a validated payload whose
-    `accelerator` is an AcceleratorModel). Without a price, the catalog's rental price is used.
+    `accelerator` is an AcceleratorModel). Without a price, the catalog's rental price is used;
+    without either the money is null with `cost.unpriced_reason`.
     """
     accelerator: AcceleratorModel = data["accelerator"]
     payload = {key: data[key] for key in _ESTIMATE_PASSTHROUGH if data.get(key) is not None}
@@ -222,5 +223,12 @@ def estimate_training_for(data: Mapping[str, Any]) -> dict[str, Any]:
         raise EstimateInputError(exc.errors) from exc
     result["accelerator"] = {"id": accelerator.pk, "name": accelerator.name}
     result["cost"]["price_source"] = price_source
+    result["cost"]["unpriced_reason"] = None
+    if price_source is None:  # no price entered nor in the catalog: unknown money, not 0
+        for key in ("compute", "idle", "total", "per_effective_pflop_day"):
+            result["cost"][key] = None
+        result["cost"]["unpriced_reason"] = (
+            f"no price for {accelerator.name}: none entered and none in the catalog"
+        )
     result["cost"]["currency"] = accelerator.currency
     return result

@@ -165,12 +165,12 @@ def _resolve_sites(entries: list[Any]) -> list[dict[str, Any]]:
 def _catalog_price_columns(
     row: Mapping[str, Any], spec: Mapping[str, Any], warnings: list[str]
 ) -> dict[str, Any]:
-    """Cost basis of a new card: the catalog's rental price, or its purchase price."""
+    """Cost basis of a new card: the catalog's rental price, or its purchase price; without
+    one the card is unpriced (its money unknown, never 0)."""
     if spec.get("cost_basis", "rental") == "purchase":
         capital = spec.get("capital_cost_per_card") or row["list_price"]
         if capital is None:
-            warnings.append(f"{row['name']}: no list price in the catalog, compute cost left at 0.")
-            return {}
+            return _unpriced_card(row["name"], "no list price in the catalog", warnings)
         return {
             "capital_cost_per_card": capital,
             "amortization_years": spec.get("amortization_years") or DEFAULT_AMORTIZATION_YEARS,
@@ -178,12 +178,19 @@ def _catalog_price_columns(
             "price_currency": row["currency"],
         }
     if row["rental_price_per_card_hour"] is None:
-        warnings.append(f"{row['name']}: no rental price in the catalog, compute cost left at 0.")
-        return {}
+        return _unpriced_card(row["name"], "no rental price per card-hour in the catalog", warnings)
     return {
         "rental_price_per_card_hour": row["rental_price_per_card_hour"],
         "price_currency": row["currency"],
     }
+
+
+def _unpriced_card(card: str, missing: str, warnings: list[str]) -> dict[str, Any]:
+    """Option columns of a card without a price: unpriced, with the reason (see
+    `without_unpriced_money`)."""
+    reason = f"not priced: no price for {card} ({missing})"
+    warnings.append(f"{card}: {missing}; its options are not priced.")
+    return {"unpriced_reason": reason}
 
 
 def _catalog_options(spec: Mapping[str, Any], warnings: list[str]) -> list[dict[str, Any]]:
@@ -388,7 +395,14 @@ def _pool_options(
             row["measured_from"] = history_of_pool["measured_from"].isoformat()
             row["measured_to"] = history_of_pool["measured_to"].isoformat()
         if row["capital_cost_per_card"] is None and row["rental_price_per_card_hour"] is None:
-            warnings.append(f"Pool {row['pool']}: its cluster has no ownership or rental terms.")
+            warnings.append(
+                f"Pool {row['pool']}: its cluster has no ownership or rental terms; "
+                "its options are not priced."
+            )
+            row["unpriced_reason"] = (
+                f"not priced: no price for {row['accelerator']} in pool {row['pool']} "
+                "(its cluster has no capital cost or rental price)"
+            )
         rows.append(row)
     return rows
 
@@ -441,7 +455,6 @@ def _card_prices_in_site_currency(
     exchange rate; without one the option stays unpriced (two currencies are never added)."""
     price_currency = frame["price_currency"].astype(object)
     foreign = price_currency.notna() & (price_currency != frame["currency"])
-    frame["unpriced_reason"] = None
     pairs = frame[foreign].groupby(["price_currency", "currency"]).groups
     targets = {target for _, target in pairs}
     rates = {t: conversions({s for s, t2 in pairs if t2 == t}, t, on) for t in targets}
@@ -467,7 +480,9 @@ def without_unpriced_money(evaluated: pd.DataFrame) -> pd.DataFrame:
         return evaluated
     evaluated.loc[rows, "feasible"] = False
     evaluated.loc[rows, "reason"] = evaluated.loc[rows, "unpriced_reason"]
-    money = [c for c in evaluated.columns if c.endswith("_cost") or c.startswith("cost_per")]
+    money = [
+        c for c in evaluated.columns if c.endswith("_cost") or c.startswith(("cost_per", "cost_"))
+    ]
     evaluated.loc[rows, money] = np.nan
     return evaluated
 
@@ -505,9 +520,11 @@ def build_options(
         "accelerator_id",
         "currency",
         "price_currency",
+        "unpriced_reason",
     ):
         if column not in frame:
             frame[column] = np.nan
+    frame["unpriced_reason"] = frame["unpriced_reason"].astype(object)  # text, set per row
     frame = _apply_overrides(frame, overrides or {})
     frame["label"] = _labels(frame)
     # Energy is priced in the site's currency; without a site, in the card price's.

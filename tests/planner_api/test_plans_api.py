@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -414,3 +416,50 @@ def _catalog_price_per_card_hour(name: str) -> float:
     from inventory.models import AcceleratorModel
 
     return AcceleratorModel.objects.get(name=name).rental_price_per_card_hour
+
+
+def test_a_catalog_card_without_a_price_is_unpriced_not_free(client_for, planner, demo_fleet):
+    """A card the catalog has no price for costs "no data" (null with the reason), never 0:
+    its options are not priced, not ranked by cost and not the cheapest."""
+    from inventory.models import AcceleratorModel, Cluster, Pool, Site
+
+    AcceleratorModel.objects.filter(name="H100 SXM5 80GB").update(rental_price_per_card_hour=None)
+    ulanqab = Site.objects.get(name="Ulanqab DC2 (liquid)")  # USD, as the catalog: no rate
+    # An existing pool whose cluster has opex but no capital cost or rental price.
+    Cluster.objects.filter(name="train-ascend").update(capital_cost_per_card=None)
+    ascend = Pool.objects.get(name="ascend-910b")
+    payload = plan_payload(
+        cards=[1024],
+        sites=[ulanqab.pk],
+        pools=[ascend.pk],
+        accelerators=["A100 SXM4 80GB", "H100 SXM5 80GB"],
+    )
+    client = client_for(planner)
+    accepted = client.post(PLANS, payload, format="json")
+    assert accepted.status_code == 202, accepted.content
+    compute_now(accepted.json()["id"])
+    body = client.get(f"{PLANS}{accepted.json()['id']}/").json()
+    rows = {row["accelerator"]: row for row in body["results"]["options"]}
+    unpriced, priced = rows["H100 SXM5 80GB"], rows["A100 SXM4 80GB"]
+    assert unpriced["reason"] == (
+        "not priced: no price for H100 SXM5 80GB (no rental price per card-hour in the catalog)"
+    )
+    money = ("compute_cost", "idle_cost", "total_cost", "cost_low", "cost_high")
+    assert [unpriced[c] for c in (*money, "cost_per_effective_pflop_day")] == [None] * 6
+    assert unpriced["rank_by_cost"] is None and not unpriced["on_pareto_front"]
+    assert unpriced["days"] > 0  # the time it takes is still known
+    in_pool = rows["Ascend 910B"]
+    assert in_pool["reason"] == (
+        "not priced: no price for Ascend 910B in pool ascend-910b "
+        "(its cluster has no capital cost or rental price)"
+    )
+    assert in_pool["total_cost"] is None and in_pool["compute_cost"] is None
+    assert priced["feasible"] and priced["compute_cost"] > 0 and priced["rank_by_cost"] == 1
+    assert body["summary"]["cheapest"]["option_id"] == priced["option_id"]
+    assert any("H100 SXM5 80GB: no rental price" in w for w in body["results"]["warnings"])
+    assert not any("left at 0" in w for w in body["results"]["warnings"])
+    # The plan page prints "—" for its money and says why.
+    html = client.get(f"/planner/{accepted.json()['id']}/").content.decode()
+    row_html = re.search(rf'<tr data-option-id="{unpriced["option_id"]}".*?</tr>', html, re.S)
+    assert re.search(r'data-col="total_cost">—<', row_html.group(0))
+    assert unpriced["reason"] in row_html.group(0)

@@ -68,6 +68,24 @@ def test_catalog_id_works_like_the_name_and_brings_the_catalog_figures(api):
     )
 
 
+def test_a_card_without_a_price_has_no_money_not_zero(api):
+    """No price entered and none in the catalog: the money is null with the reason, the
+    energy (priced by the tariff) is still there."""
+    from inventory.models import AcceleratorModel
+
+    AcceleratorModel.objects.filter(name=A100_80GB).update(rental_price_per_card_hour=None)
+    body = api.post(URL, megatron(tariff_per_kwh=0.1), format="json").json()
+    cost = body["cost"]
+    assert cost["price_source"] is None and body["days"] > 0
+    assert [cost[k] for k in ("compute", "idle", "total", "per_effective_pflop_day")] == [None] * 4
+    assert (
+        cost["unpriced_reason"] == f"no price for {A100_80GB}: none entered and none in the catalog"
+    )
+    assert cost["energy"] > 0
+    priced = api.post(URL, megatron(price_per_card_hour=2.0), format="json").json()["cost"]
+    assert priced["unpriced_reason"] is None and priced["total"] > 0
+
+
 def test_energy_and_cost_follow_pue_tariff_and_entered_price(api):
     body = api.post(
         URL, megatron(pue=1.2, tariff_per_kwh=0.1, price_per_card_hour=2.0), format="json"
