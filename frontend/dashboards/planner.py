@@ -308,28 +308,31 @@ def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
-    """Sliders' start values and the estimate's fixed inputs for one option.
+# The what-if sliders: (factor, minimum, maximum, start value when the option has none, unit).
+WHATIF_SLIDERS = (
+    ("pue", 1.0, 2.0, 1.5, ""),
+    ("mfu", 0.05, 0.9, 0.4, "share"),
+    ("scaling", 0.3, 1.0, 0.9, "share"),
+    ("effective_time", 0.3, 1.0, 0.95, "share"),
+    ("utilization", 0.05, 1.0, 0.5, "share"),
+)
+WHATIF_WORKLOAD_KEYS = (
+    "model_params",
+    "tokens",
+    "total_flops",
+    "flops_per_param_token",
+    "precision",
+    "seq_len",
+    "global_batch_sequences",
+    "zero_stage",
+    "dp_degree",
+)
 
-    The option's own prices go in as per-card-hour and per-kWh figures derived from its
-    stored cost, so the what-if at the stored factors reproduces the stored days and cost.
-    """
-    workload = plan.workload or {}
-    base: dict[str, Any] = {
-        key: workload[key]
-        for key in (
-            "model_params",
-            "tokens",
-            "total_flops",
-            "flops_per_param_token",
-            "precision",
-            "seq_len",
-            "global_batch_sequences",
-            "zero_stage",
-            "dp_degree",
-        )
-        if workload.get(key) is not None
-    }
+
+def _whatif_base(workload: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """The estimate's fixed inputs: the workload, the card, and the option's own prices as
+    per-card-hour and per-kWh figures derived from its stored cost."""
+    base = {key: workload[key] for key in WHATIF_WORKLOAD_KEYS if workload.get(key) is not None}
     base["accelerator"] = row.get("accelerator_id") or row.get("accelerator")
     card_hours = _finite(row.get("card_hours"))
     compute_cost = _finite(row.get("compute_cost"))
@@ -341,66 +344,38 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
         base["grid_carbon_g_per_kwh"] = (_finite(row.get("co2_tonnes")) or 0.0) * 1e6 / facility_kwh
     if row.get("cooling_type"):
         base["cooling_type"] = row["cooling_type"]
+    return base
 
-    def start(name: str, fallback: float) -> float:
-        return _finite(row.get(name)) or fallback
 
+def _whatif_sliders(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "label": "PUE" if name == "pue" else FACTOR_LABELS[name],
+            "min": low,
+            "max": high,
+            "step": 0.01,
+            "value": round(_finite(row.get(name)) or fallback, 2),
+            "unit": unit,
+        }
+        for name, low, high, fallback, unit in WHATIF_SLIDERS
+    ]
+
+
+def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
+    """Sliders' start values and the estimate's fixed inputs for one option: the what-if at
+    the stored factors reproduces the stored days and cost."""
+    workload = plan.workload or {}
     cards = _finite(row.get("cards")) or _finite(row.get("min_cards_memory")) or 8
     return {
         "endpoint": reverse("estimate-training"),
-        "base": base,
+        "base": _whatif_base(workload, row),
         "cards": int(cards),
         "dp_degree": workload.get("dp_degree"),
-        "sliders": [
-            {
-                "name": "pue",
-                "label": "PUE",
-                "min": 1.0,
-                "max": 2.0,
-                "step": 0.01,
-                "value": round(start("pue", 1.5), 2),
-                "unit": "",
-            },
-            {
-                "name": "mfu",
-                "label": FACTOR_LABELS["mfu"],
-                "min": 0.05,
-                "max": 0.9,
-                "step": 0.01,
-                "value": round(start("mfu", 0.4), 2),
-                "unit": "share",
-            },
-            {
-                "name": "scaling",
-                "label": FACTOR_LABELS["scaling"],
-                "min": 0.3,
-                "max": 1.0,
-                "step": 0.01,
-                "value": round(start("scaling", 0.9), 2),
-                "unit": "share",
-            },
-            {
-                "name": "effective_time",
-                "label": FACTOR_LABELS["effective_time"],
-                "min": 0.3,
-                "max": 1.0,
-                "step": 0.01,
-                "value": round(start("effective_time", 0.95), 2),
-                "unit": "share",
-            },
-            {
-                "name": "utilization",
-                "label": FACTOR_LABELS["utilization"],
-                "min": 0.05,
-                "max": 1.0,
-                "step": 0.01,
-                "value": round(start("utilization", 0.5), 2),
-                "unit": "share",
-            },
-        ],
+        "sliders": _whatif_sliders(row),
         "stored": {
             "days": _finite(row.get("days")),
-            "card_hours": card_hours,
+            "card_hours": _finite(row.get("card_hours")),
             "facility_energy_mwh": _finite(row.get("facility_energy_mwh")),
             "total_cost": _finite(row.get("total_cost")),
         },
