@@ -19,6 +19,7 @@ from planner.engine.aggregate import aggregate_factors
 from planner.engine.defaults import DEFAULTS
 from planner.engine.evaluate import evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
+from planner.measured_sources import TELEMETRY_COLUMNS, apply_telemetry
 from planner.meters import flag_meters_outside_period
 from planner.models import Analysis, Scope
 from planner.money import money_by_currency, without_mixed_money
@@ -57,7 +58,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     priced = pools.assign(cost_per_card_h=cost_per_card_h.reindex(pools["pool_id"]).to_numpy())
     result = evaluate_pools(groups, priced)
     label_columns = ["pool", "cluster", "site", "currency", "purpose"]
-    label_columns += [name for name in COVERAGE_COLUMNS if name in pools]
+    label_columns += [name for name in (*COVERAGE_COLUMNS, *TELEMETRY_COLUMNS) if name in pools]
     labels = pools.set_index("pool_id")[label_columns]
     mix = (
         groups.assign(cards=groups["nodes"] * groups["cards_per_node"])
@@ -101,6 +102,8 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
         pools, groups = apply_measured_usage(
             pools, groups, cluster_id, analysis.period_start, analysis.period_end
         )
+        # DCGM telemetry covering enough of the period gives the pool's MFU proxy.
+        pools = apply_telemetry(pools, groups, analysis.period_start, analysis.period_end)
     inputs = {
         "cluster_id": cluster_id,
         "pools": json_rows(pools, index=True),

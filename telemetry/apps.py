@@ -7,6 +7,10 @@ class TelemetryConfig(AppConfig):
     verbose_name = "GPU telemetry (DCGM via Prometheus)"
 
     def ready(self) -> None:
+        from planner.measured_sources import TELEMETRY, register_provider
         from telemetry.jobs import register_jobs
+        from telemetry.selectors import measured_factors
 
         register_jobs()
+        # Analyses read the MFU proxy through the planner's hook: planner may not import us.
+        register_provider(TELEMETRY, measured_factors)

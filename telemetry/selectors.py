@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
+from django.db.models import Sum
 
 from access.scoping import scope_records
 from telemetry.clocks import NO_MAX_CLOCK
@@ -130,9 +131,46 @@ def daily_activity(user, cluster_ids, start: dt.date, end: dt.date, scope: str =
     return [] if frame.empty else _activity_rows(frame, ["day", key])
 
 
+NO_JOBS = (
+    "no Slurm job joined with telemetry (usage records with NodeList) in the period: the MFU "
+    "proxy over allocated time is unknown"
+)
+
+
+def _allocated_proxy(frame: pd.DataFrame, start: dt.date, end: dt.date) -> pd.DataFrame:
+    """Per pool: the MFU proxy over the cards' allocated time, and those card-hours.
+
+    Tensor activity of the jobs' card-hours × the clock ratio weighted by tensor work
+    (Σ tensor × ratio × h ÷ Σ tensor × h = pool proxy ÷ pool tensor activity): the all-time
+    proxy counts unallocated hours as zero, which the utilization factor already counts.
+    """
+    jobs = JobDay.objects.filter(day__gte=start, day__lte=end, pool_id__in=set(frame["pool_id"]))
+    sums = pd.DataFrame(
+        list(
+            jobs.values("pool_id").annotate(
+                alloc=Sum("allocated_card_h"), tensor=Sum("tensor_card_h")
+            )
+        ),
+        columns=["pool_id", "alloc", "tensor"],
+    ).set_index("pool_id")
+    frame = frame[frame["tensor_active"].notna() & frame["mfu_proxy"].notna()]
+    clock_ratio = _weighted(frame, ["pool_id"], "mfu_proxy") / _weighted(
+        frame, ["pool_id"], "tensor_active"
+    ).where(lambda v: v > 0)
+    tensor = sums["tensor"] / sums["alloc"].where(sums["alloc"] > 0)
+    return pd.DataFrame({"mfu_allocated": tensor * clock_ratio.reindex(tensor.index),
+                         "allocated_card_h": sums["alloc"]})  # fmt: skip
+
+
+def _finite(value) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
 def measured_factors(pool_ids, start: dt.date, end: dt.date) -> dict[int, dict[str, Any]]:
-    """Per pool: the telemetry MFU proxy and measured IT energy (GPU energy × (1 + the source's
-    node overhead)), for the analysis inputs; pools without samples are absent."""
+    """Per pool: the telemetry MFU proxy (over all covered hours, and over the allocated time
+    for the analyses), GPU-hours covered and measured IT energy (GPU energy × (1 + the
+    source's node overhead)), days ``start``–``end`` inclusive; pools without samples are
+    absent."""
     frame = _gpu_frame(None, start, end)
     frame = frame[frame["pool_id"].isin(list(pool_ids))]
     if frame.empty:
@@ -140,18 +178,28 @@ def measured_factors(pool_ids, start: dt.date, end: dt.date) -> dict[int, dict[s
     overhead = dict(PrometheusSource.objects.values_list("cluster_id", "node_overhead"))
     frame["it_energy_kwh"] = frame["energy_kwh"] * (1 + frame["cluster_id"].map(overhead).fillna(0))
     mfu = _weighted(frame, ["pool_id"], "mfu_proxy")
+    allocated = _allocated_proxy(frame, start, end)
     sums = frame.groupby("pool_id")[["energy_kwh", "it_energy_kwh", "covered_h"]].sum(min_count=1)
     result = {}
     for pool_id, row in sums.iterrows():
-        value = mfu.get(pool_id)
+        value = _finite(mfu.get(pool_id))
+        on_allocated = allocated.loc[pool_id] if pool_id in allocated.index else None
         result[int(pool_id)] = {
-            "mfu": None if value is None or not np.isfinite(value) else float(value),
-            "mfu_reason": NO_MAX_CLOCK if value is None or not np.isfinite(value) else "",
+            "mfu": value,
+            "mfu_reason": NO_MAX_CLOCK if value is None else "",
+            "mfu_allocated": None
+            if on_allocated is None
+            else _finite(on_allocated["mfu_allocated"]),
+            "allocated_card_h": 0.0
+            if on_allocated is None
+            else float(on_allocated["allocated_card_h"]),
             "gpu_energy_kwh": row["energy_kwh"],
             "it_energy_kwh": row["it_energy_kwh"],
             "covered_gpu_hours": row["covered_h"],
             "provenance": PROVENANCE,
         }
+        if result[int(pool_id)]["mfu_allocated"] is None and value is not None:
+            result[int(pool_id)]["mfu_reason"] = NO_JOBS
     return result
 
 

@@ -61,6 +61,8 @@ POOL_COLUMNS: Mapping[str, str] = {
     "meters_outside_period": "1 when the meter readings are of another period: their PUE is "
     "used, labelled modeled (basis metered_kwh_other_period)",
     "mfu": "MFU entered for the whole pool (measured)",
+    "mfu_telemetry": "optional; the pool's DCGM MFU proxy over allocated time, measured "
+    "(wins over mfu and the default, not over card-model or throughput MFU)",
     "job_tokens_per_s": "measured tokens/s of the representative job (needs model_params)",
     "job_cards": "cards of the representative job (NaN → all the pool's cards)",
     "model_params": "parameters N of the representative job (NaN → reference workload)",

@@ -55,9 +55,17 @@ MFU_BASES: tuple[str, ...] = (
     "pool_entered",
     "card_default",
     "job_records",
+    "telemetry_proxy",
 )
-# Typed values are "entered"; only MFU from this period's jobs is "measured".
-MFU_PROVENANCE: tuple[str, ...] = ("entered", "measured", "entered", "default", "measured")
+# Typed values are "entered"; only MFU from this period's jobs or telemetry is "measured".
+MFU_PROVENANCE: tuple[str, ...] = (
+    "entered",
+    "measured",
+    "entered",
+    "default",
+    "measured",
+    "measured",
+)
 
 UTILIZATION_BASES: tuple[str, ...] = (
     "measured_share",

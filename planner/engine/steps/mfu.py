@@ -3,7 +3,10 @@
 Precedence per node group (kernel: ``factors.group_mfu_arrays``): an MFU entered for the
 card model in this pool > the MFU derived from the pool's measured job throughput > an MFU
 entered for the whole pool > the default (catalog or vendor MFU × workload × cooling).
-A group MFU filled from this period's job records is measured, not entered.
+A group MFU filled from this period's job records is measured, not entered. The pool's
+telemetry MFU proxy (``mfu_telemetry``, DCGM tensor activity over the allocated time) is
+measured too: it replaces an MFU entered for the whole pool and the default, never a
+card-model MFU (entered or from job records) nor one derived from job throughput.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from planner.engine.steps.context import (
 
 _DEFAULT = MFU_BASES.index("card_default")
 _THROUGHPUT = MFU_BASES.index("job_throughput")
+_TELEMETRY = MFU_BASES.index("telemetry_proxy")
+_BELOW_TELEMETRY = (MFU_BASES.index("pool_entered"), _DEFAULT)
 
 
 @dataclass
@@ -71,6 +76,7 @@ def mfu_step(ctx: PoolContext) -> tuple[FactorStep, CardSpeed]:
     group_basis = np.where(
         (group_basis == 0) & ctx.mfu_from_jobs, MFU_BASES.index("job_records"), group_basis
     )
+    group_mfu, group_basis = _with_telemetry(ctx, group_mfu, group_basis)
     require(
         (group_mfu > 0) & (group_mfu <= 1.0),
         "MFU must be in (0, 1] (check mfu / job_tokens_per_s)",
@@ -91,6 +97,15 @@ def mfu_step(ctx: PoolContext) -> tuple[FactorStep, CardSpeed]:
         extra={"cooling_performance": cooling_performance},
     )
     return step, CardSpeed(group_speed, pool_speed)
+
+
+def _with_telemetry(
+    ctx: PoolContext, group_mfu: np.ndarray, group_basis: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pool's telemetry proxy replaces a pool-entered or default MFU of its node groups."""
+    proxy = ctx.column("mfu_telemetry")[ctx.group_pool]
+    use = ~np.isnan(proxy) & np.isin(group_basis, _BELOW_TELEMETRY)
+    return np.where(use, proxy, group_mfu), np.where(use, _TELEMETRY, group_basis)
 
 
 def _mfu_defaults_used(ctx: PoolContext, group_basis: np.ndarray) -> DefaultsUsed:
