@@ -309,19 +309,44 @@ def _cell_text(cell: Any) -> str:
     return str(cell)
 
 
+# Column names only Slurm's sacct writes: a file with them was exported for the sacct format.
+SACCT_ONLY_NAMES = frozenset({"jobid", "alloctres", "elapsed", "nnodes", "reqtres", "jobname"})
+
+
+def _refuse_foreign_header(fields: list[str], names: list[str], line: int, issues) -> None:
+    """One message naming the expected and the found columns, not one issue per column."""
+    found = [field.strip()[:40] for field in fields if field.strip()]
+    shown = ", ".join(found[:20]) + (f", … ({len(found)} in all)" if len(found) > 20 else "")
+    hint = (
+        " This looks like Slurm sacct output: import it with the sacct format."
+        if SACCT_ONLY_NAMES & set(names)
+        else ""
+    )
+    issues.add(
+        line,
+        "header",
+        f"wrong header: expected the usage columns {', '.join(REQUIRED_TABLE_COLUMNS)}; "
+        f"found {shown or 'an empty line'}.{hint}",
+    )
+    raise issues.error()
+
+
 def _check_header(fields: list[str], line: int, issues: IssueCollector) -> list[str]:
     names = [field.strip().lower().replace(" ", "_") for field in fields]
     names = [HEADER_SYNONYMS.get(name, name) for name in names]
     allowed = set(REQUIRED_TABLE_COLUMNS) | set(OPTIONAL_TABLE_COLUMNS)
+    missing = [required for required in REQUIRED_TABLE_COLUMNS if required not in names]
+    # Another tool's header (no required column, or sacct's own names): one message.
+    if SACCT_ONLY_NAMES & set(names) or len(missing) == len(REQUIRED_TABLE_COLUMNS):
+        _refuse_foreign_header(fields, names, line, issues)
     for index, name in enumerate(names):
         if name not in allowed:
             issues.add(line, fields[index].strip() or str(index + 1), "unknown column name")
     for index, name in enumerate(names):
         if name in names[:index]:
             issues.add(line, name or str(index + 1), "column named twice")
-    for required in REQUIRED_TABLE_COLUMNS:
-        if required not in names:
-            issues.add(line, required, "required column is missing")
+    for required in missing:
+        issues.add(line, required, "required column is missing")
     if issues:
         raise issues.error()
     return names

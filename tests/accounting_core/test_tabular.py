@@ -133,3 +133,40 @@ def test_xlsx_errors_name_the_sheet_row(tmp_path):
         "line 2, column end: 'bad' is not an ISO 8601 date-time",
         "line 2, column state: unknown state 'weird'",
     ]
+
+
+# A real `sacct --parsable2 --format=...` header (comma-delimited), saved as .csv by a user.
+SACCT_HEADER_CSV = "JobID,JobName,Account,User,Partition,AllocTRES,Start,End,Elapsed,State\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        (
+            SACCT_HEADER_CSV
+            + "4211,train,team-a,ann,gpu,gres/gpu=8,2024-03-01T10:00:00,,1:00,RUNNING\n",
+            True,
+        ),
+        ("Date,Amount,Description\n2024-03-01,12.5,coffee\n", False),
+    ],
+)
+def test_a_foreign_csv_header_gets_one_message_naming_expected_and_found(text, hint):
+    with pytest.raises(UsageValidationError) as raised:
+        list(iter_csv_chunks(as_source(text)))
+    issues = [str(issue) for issue in raised.value.issues]
+    assert len(issues) == 1, issues  # not one "unknown column name" per column
+    assert issues[0].startswith("line 1, column header: wrong header: expected the usage columns")
+    assert "cluster, job_id, cards, start, end, state, accelerator_model" in issues[0]
+    found = text.splitlines()[0].replace(",", ", ")
+    assert f"found {found}." in issues[0]
+    assert ("sacct format" in issues[0]) is hint
+
+
+def test_a_foreign_xlsx_header_gets_the_same_message(tmp_path):
+    path = tmp_path / "export.xlsx"
+    _workbook(path, [["JobID", "AllocTRES", "Start", "End"], ["4211", "gres/gpu=8", "x", "y"]])
+    with pytest.raises(UsageValidationError) as raised:
+        list(iter_xlsx_chunks(path))
+    (issue,) = [str(issue) for issue in raised.value.issues]
+    assert "wrong header" in issue and "found JobID, AllocTRES, Start, End." in issue
+    assert "sacct format" in issue
