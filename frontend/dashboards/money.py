@@ -46,6 +46,20 @@ def money_rows(results: dict[str, Any], key: str = SUMMARY) -> list[dict[str, An
     return rows
 
 
+NO_MEASURED_USAGE = (
+    "modeled: no usage measured in this scope and period; the losses rest on planned "
+    "utilization and modeled or default factors"
+)
+
+
+def money_rests_on(results: dict[str, Any], key: str = SUMMARY) -> str | None:
+    """What the money lost rests on when no pool of the scope has measured utilization."""
+    pools = scope_pools(results, key)
+    if not pools or any(p.get("utilization_provenance") == "measured" for p in pools):
+        return None
+    return NO_MEASURED_USAGE
+
+
 def reporting_currency(request: HttpRequest) -> str | None:
     code = (request.GET.get("currency") or "").strip().upper()
     return code if code in ISO_4217_CODES else None
@@ -56,7 +70,11 @@ def money_context(
 ) -> dict[str, Any]:
     """``money_rows``; with a reporting currency also ``converted`` (or ``unconverted``)."""
     rows = money_rows(results, key)
-    context: dict[str, Any] = {"money_rows": rows, "reporting_currency": None}
+    context: dict[str, Any] = {
+        "money_rows": rows,
+        "reporting_currency": None,
+        "money_rests_on": money_rests_on(results, key),
+    }
     target = reporting_currency(request)
     if target is None or not rows:
         return context

@@ -153,25 +153,42 @@ def test_every_page_of_the_demo_tells_the_truth(browser_page, demo):
 
 
 # What a page without any usage must say (its "no data" state), and what it must not invent.
+# Fleet and an analysis: no cluster measured, utilization the planned value labelled modeled,
+# money lost said to rest on modeled figures.
+NO_MEASURED_USAGE = (
+    re.compile(r"Usage coverage: usage covers 0% of the period's card-days, 0 of 3 clusters\."),
+    re.compile(r"utilization is measured in 0 of 3 clusters \(.*?\) and planned elsewhere"),
+    re.compile(r"\nUtilization\t\d+\.\d %\tmodeled\t"),
+    re.compile(r"Money lost this period\n.*?Modeled: no usage measured in this scope and", re.S),
+)
 NO_USAGE_SAYS = {
-    "Usage": re.compile(r"No data for this selection yet\."),
-    "Costs": re.compile(r"No data for this selection yet\."),
-    "Report": re.compile(r"no measured losses", re.I),
-    "Print page": re.compile(r"no measured losses", re.I),
+    "Usage": (re.compile(r"No data for this selection yet\."),),
+    "Costs": (re.compile(r"No data for this selection yet\."),),
+    "Report": (re.compile(r"no measured losses", re.I),),
+    "Print page": (re.compile(r"no measured losses", re.I),),
+    "Fleet": NO_MEASURED_USAGE,
+    "Analysis": NO_MEASURED_USAGE,
 }
-INVENTED = re.compile(r"release rented capacity|\b100\s?% idle|per effective PFLOP-day\s+[\d,]+")
+INVENTED = re.compile(
+    r"release rented capacity|\b100\s?% idle|per effective PFLOP-day\s+[\d,]+"
+    # a utilization of 0 % (no data read as idle) or any figure labelled measured
+    r"|\nUtilization\t0(\.0)? %|· measured|\tmeasured\t"
+)
 
 
 def test_an_inventory_without_usage_shows_no_data_and_invents_nothing(browser_page, no_usage):
     """The demo fleet, no usage ever imported: every page says "no data" where it would show a
     measured figure, and no page shows a measured utilization, an idle cost or advice."""
     from accounting.models import UsageRecord
+    from planner.models import Analysis
 
     assert not UsageRecord.objects.exists()
-    problems, texts = _walk(browser_page, no_usage)
-    for name, says in NO_USAGE_SAYS.items():
-        if not says.search(texts[name]):
-            problems.append(f"{name}: no “no data” state ({says.pattern})")
+    pages = {**no_usage, "Analysis": f"/analyses/{Analysis.objects.get(scope='fleet').pk}/"}
+    problems, texts = _walk(browser_page, pages)
+    for name, patterns in NO_USAGE_SAYS.items():
+        for says in patterns:
+            if not says.search(texts[name]):
+                problems.append(f"{name}: no “no data” state ({says.pattern})")
     for name, text in texts.items():
         if found := INVENTED.search(text):
             problems.append(f"{name}: invented from no data: “{found[0]}”")
