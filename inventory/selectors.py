@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import Prefetch, QuerySet
 
 from inventory.models import Cluster, NodeGroup, Pool, Site
+from planner.engine.cost import DEFAULT_POWER
 
 
 @dataclass(frozen=True)
@@ -17,17 +18,24 @@ class AcceleratorMix:
     cards: int
     peak_pflops: float
     it_power_kw: float
+    card_power_kw: float
 
 
 @dataclass(frozen=True)
 class Totals:
-    """Nameplate totals of a set of node groups."""
+    """Nameplate totals of a set of node groups. IT power counts what the cost model charges:
+    the cards' TDP plus each node's own draw (CPUs, memory, NICs, fans; `DEFAULT_POWER`)."""
 
     cards: int = 0
     nodes: int = 0
     peak_pflops: float = 0.0
     it_power_kw: float = 0.0
+    card_power_kw: float = 0.0
     mix: tuple[AcceleratorMix, ...] = field(default_factory=tuple)
+
+    @property
+    def node_power_kw(self) -> float:
+        return self.it_power_kw - self.card_power_kw
 
     @property
     def is_heterogeneous(self) -> bool:
@@ -60,13 +68,15 @@ def totals_of(node_groups) -> Totals:
                 "vendor": accel.vendor,
                 "cards": 0,
                 "tflops": 0.0,
-                "w": 0.0,
+                "card_w": 0.0,
+                "node_w": 0.0,
             },
         )
         cards = group.node_count * group.cards_per_node
         entry["cards"] += cards
         entry["tflops"] += cards * accel.dense_bf16_tflops
-        entry["w"] += cards * accel.tdp_w
+        entry["card_w"] += cards * accel.tdp_w
+        entry["node_w"] += group.node_count * DEFAULT_POWER.node_overhead_w
     mix = tuple(
         AcceleratorMix(
             accelerator_id=accel_id,
@@ -74,7 +84,8 @@ def totals_of(node_groups) -> Totals:
             vendor=entry["vendor"],
             cards=entry["cards"],
             peak_pflops=entry["tflops"] / 1000.0,
-            it_power_kw=entry["w"] / 1000.0,
+            it_power_kw=(entry["card_w"] + entry["node_w"]) / 1000.0,
+            card_power_kw=entry["card_w"] / 1000.0,
         )
         for accel_id, entry in sorted(by_model.items(), key=lambda item: item[1]["accelerator"])
     )
@@ -83,6 +94,7 @@ def totals_of(node_groups) -> Totals:
         nodes=nodes,
         peak_pflops=sum(m.peak_pflops for m in mix),
         it_power_kw=sum(m.it_power_kw for m in mix),
+        card_power_kw=sum(m.card_power_kw for m in mix),
         mix=mix,
     )
 

@@ -101,7 +101,9 @@ class PoolSerializer(ModelCleanMixin, serializers.ModelSerializer):
     node_groups = NodeGroupSerializer(many=True, read_only=True)
     cards = serializers.SerializerMethodField()
     peak_pflops = serializers.SerializerMethodField()
-    it_power_kw = serializers.SerializerMethodField()
+    it_power_kw = serializers.SerializerMethodField(
+        help_text="kW: the cards' TDP plus each node's own draw, as the cost model counts it"
+    )
     heterogeneous = serializers.SerializerMethodField()
     accelerator_mix = serializers.SerializerMethodField()
 
