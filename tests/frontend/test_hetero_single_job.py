@@ -50,3 +50,29 @@ def test_a_single_job_recommendation_asks_nothing_more(
     client.force_login(viewer)
     html = client.get(f"/analyses/{fleet_analysis.pk}/pools/{mixed_pool.pk}/").content.decode()
     assert 'class="single-job-goal"' not in html
+
+
+def test_the_chart_and_the_table_show_the_same_rounded_h(
+    client,
+    viewer,
+    fleet_analysis,  # noqa: F811
+    mixed_pool,  # noqa: F811
+):
+    """One formatter for h: at an exact half (0.5625, 0.3125) Python's "%.3f" rounds to even
+    (0.562) where the table rounds half up (0.563); the chart must say what the table says."""
+    from tests.frontend.test_dashboards_analyses import plotted_traces
+
+    results = fleet_analysis.results
+    pool = next(p for p in results["pools"] if p["pool_id"] == mixed_pool.pk)
+    pool["h_static_proportional"], pool["h_dynamic_fine_grained"] = 0.5625, 0.3125
+    fleet_analysis.save(update_fields=["results"])
+    client.force_login(viewer)
+    html = client.get(f"/analyses/{fleet_analysis.pk}/pools/{mixed_pool.pk}/").content.decode()
+    table = re.search(r"<caption>The four strategies</caption>(.*?)</table>", html, re.S)[1]
+    in_table = re.findall(r'<th scope="row">[^<]*</th>\s*<td class="num">([^<]*)</td>', table)
+    throughput, delivered = plotted_traces(html, "chart-analyses-hetero-strategies")
+    assert throughput["text"] == [f"h = {h}" for h in in_table]
+    assert [c[0] for c in delivered["customdata"]] == in_table
+    assert in_table[1:3] == ["0.563", "0.313"]  # half up, not "0.562" and "0.312"
+    goal = re.search(r'<p class="single-job-goal">(.*?)</p>', html, re.S)[1]
+    assert "h = 0.563," in goal  # the best single job, static shares by speed
