@@ -9,6 +9,7 @@ pool; a pool, site or card model opens its inventory page.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from django.http import HttpRequest
@@ -48,6 +49,16 @@ def scope_target(group: str, pk: int, dashboard: str) -> str:
         return reverse(f"frontend:{dashboard}") + f"?cluster={pk}&group_by=pool"
     names = {"pool": "pool", "site": "site", "accelerator": "accelerator"}
     return reverse(f"frontend:{names[group]}-detail", args=[pk])
+
+
+def week_chargeback_url(week_start: dt.date) -> str:
+    """A team's week (heatmap cell) has no page of its own: the Costs chargeback of that week
+    lists what each team was charged."""
+    end = week_start + dt.timedelta(days=7)
+    return (
+        reverse("frontend:costs")
+        + f"?start={week_start.isoformat()}&end={end.isoformat()}&granularity=week#chargeback"
+    )
 
 
 def mark_urls(group: str, labels: Iterable, dashboard: str) -> list[str]:

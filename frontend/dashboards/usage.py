@@ -69,14 +69,18 @@ def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
     table = frame.pivot_table(
         index="team", columns="week_start", values="utilization_pct", aggfunc="sum"
     )
+    week_targets = [drilldown.week_chargeback_url(week) for week in table.columns]
     figure = go.Figure(
         go.Heatmap(
             x=[str(day) for day in table.columns],
             y=list(table.index),
             z=table.to_numpy(),
+            # Drill-down: a cell opens that week's chargeback per team on Costs.
+            customdata=[week_targets] * len(table.index),
             colorscale="Blues",
             colorbar={"title": {"text": "Utilization (%)"}},
-            hovertemplate="%{y}, week of %{x}: %{z:.2f} %<extra></extra>",
+            hovertemplate="%{y}, week of %{x}: %{z:.2f} %<br>(click: the week's chargeback)"
+            "<extra></extra>",
         )
     )
     figure.update_xaxes(type="category")

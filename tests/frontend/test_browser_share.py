@@ -5,6 +5,7 @@ page's period, and a click on a chart mark opens that scope's page."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -191,3 +192,32 @@ def test_a_click_on_a_chart_mark_opens_that_scope(browser_page, usage_records):
     up.click()
     page.wait_for_url(lambda url: "cluster=" not in url)
     assert "start=2024-07-01" in page.url
+
+
+def test_a_click_on_a_heatmap_cell_opens_that_weeks_chargeback(browser_page, usage_records):
+    page = browser_page
+    page.set_default_timeout(SLOW_PAGE_MS)
+    page.goto(f"/usage/?{NARROW}")
+    wait_for_charts(page, ("usage-team-heatmap",))
+    page.locator("#chart-usage-team-heatmap").scroll_into_view_if_needed()
+    # The centre of the first cell (first team, first week), from the chart's own axes.
+    x, y, week = page.evaluate(
+        """() => {
+            const chart = document.getElementById('chart-usage-team-heatmap');
+            const layout = chart._fullLayout, trace = chart.data[0];
+            const box = chart.getBoundingClientRect();
+            const week = trace.x[0];
+            return [box.left + layout.xaxis._offset + layout.xaxis.d2p(week),
+                    box.top + layout.yaxis._offset + layout.yaxis.d2p(trace.y[0]), week];
+        }"""
+    )
+    page.mouse.move(x, y)
+    page.wait_for_selector("#chart-usage-team-heatmap .hoverlayer .hovertext")
+    page.mouse.click(x, y)
+    page.wait_for_url(lambda url: "/costs/" in url)
+    query = parse_qs(urlsplit(page.url).query)
+    start = dt.date.fromisoformat(week)
+    assert query["start"] == [week]
+    assert query["end"] == [(start + dt.timedelta(days=7)).isoformat()]
+    assert query["granularity"] == ["week"]
+    assert page.locator("table.sortable tbody th").count() > 0  # the teams' chargeback rows
