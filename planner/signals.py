@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
@@ -29,9 +32,33 @@ LEVELS = {
 }
 
 
+# How a stale reason names each kind of inventory object.
+KINDS = {
+    Site: "site",
+    Cluster: "cluster",
+    Pool: "pool",
+    NodeGroup: "node group",
+    AcceleratorModel: "catalog card",
+}
+
+
+def change_reason(sender, instance, **kwargs) -> str:
+    """What changed, e.g. "Pool mixed-a100-h100 (cluster train-hetero) was edited after
+    this run." (named now: after a delete the object is gone)."""
+    deleted = kwargs.get("signal") is post_delete
+    action = "deleted" if deleted else "added" if kwargs.get("created") else "edited"
+    name = f"{KINDS[sender]} {instance.name}"
+    parent = {Pool: "cluster", NodeGroup: "pool", Cluster: "site"}.get(sender)
+    if parent is not None:
+        with contextlib.suppress(ObjectDoesNotExist):  # its parent went first in a cascade
+            name += f" ({parent} {getattr(instance, parent).name})"
+    return f"{name[0].upper()}{name[1:]} was {action} after this run."
+
+
 def _on_change(sender, instance, **kwargs) -> None:
     if kwargs.get("raw"):
         return  # fixture loading
+    reason = change_reason(sender, instance, **kwargs)
     level, object_id = LEVELS[sender](instance)
     if sender in (Pool, Cluster) and kwargs.get("signal") is post_delete:
         # The object is gone; its parent still knows which analyses used it.
@@ -39,7 +66,7 @@ def _on_change(sender, instance, **kwargs) -> None:
             ("cluster", instance.cluster_id) if sender is Pool else ("site", instance.site_id)
         )
     # After commit, so a rolled-back edit flags nothing.
-    transaction.on_commit(lambda: mark_stale(level, [object_id]))
+    transaction.on_commit(lambda: mark_stale(level, [object_id], reason))
     plan_level, plan_object_id = PLAN_LEVELS[sender](instance)
     transaction.on_commit(lambda: _mark_plans(sender, plan_level, plan_object_id))
 

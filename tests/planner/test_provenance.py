@@ -74,7 +74,30 @@ def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_o
     with django_capture_on_commit_callbacks(execute=True):
         pool.save()
     analysis.refresh_from_db()
-    assert analysis.stale_reason == "The inventory changed after this run."
+    assert analysis.stale_reason == "Pool h100-renamed (cluster alpha) was edited after this run."
+
+
+def test_an_inventory_edit_names_what_changed(alpha, django_capture_on_commit_callbacks):  # noqa: F811
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
+    analysis = compute_now(analysis)
+    pool = alpha.pools.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        group = NodeGroup.objects.filter(pool=pool).first()
+        group.delete()
+    analysis.refresh_from_db()
+    assert analysis.stale
+    assert analysis.stale_reason == (
+        f"Node group {group.name} (pool {pool.name}) was deleted after this run."
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        Pool.objects.create(cluster=alpha, name="spare")
+    analysis.refresh_from_db()
+    assert analysis.stale_reason == "Pool spare (cluster alpha) was added after this run."
+    with django_capture_on_commit_callbacks(execute=True):
+        AcceleratorModel.objects.get(name="H100 SXM5 80GB").save()
+    analysis.refresh_from_db()
+    assert analysis.stale_reason == "Catalog card H100 SXM5 80GB was edited after this run."
 
 
 @pytest.mark.parametrize(
