@@ -106,6 +106,10 @@ def test_an_inventory_edit_names_what_changed(alpha, django_capture_on_commit_ca
         ((dt.date(2024, 3, 1), dt.date(2024, 3, 31)), "measured", "metered_kwh"),
         ((dt.date(2024, 2, 1), dt.date(2024, 2, 29)), "modeled", "metered_kwh_other_period"),
         ((dt.date(2024, 3, 10), dt.date(2024, 3, 31)), "modeled", "metered_kwh_other_period"),
+        # Open-ended periods, and readings without a period (taken as the analysed period's).
+        ((dt.date(2024, 2, 1), None), "measured", "metered_kwh"),
+        ((None, dt.date(2024, 3, 15)), "modeled", "metered_kwh_other_period"),
+        ((None, None), "measured", "metered_kwh"),
     ],
 )
 def test_meter_readings_are_measured_only_inside_their_period(
