@@ -1,8 +1,10 @@
-"""Time range presets of the time-based pages (Usage, Costs): the links above their filters.
+"""Time range presets of the time-based pages (Usage, Costs, the report archive): the links
+above their filters.
 
 Every range is ``[start, end)`` in days, the pages' own ``?start=&end=`` (end exclusive), so a
 preset is an ordinary link that keeps the page's other filters. "Fit to data" is the range
-where usage records are (the pages' default); the relative presets count back from today.
+where the page's data is (usage records; the reports' periods); the relative presets count
+back from today.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils import timezone
 
+from core.bounds import WithinDates
 from reports import periods
 from reports.models import ReportFormat, ReportSchedule
 
@@ -129,3 +130,28 @@ class RunNowForm(forms.Form):
 
     def period_for(self, day: dt.date) -> periods.Period:
         return periods.period_containing(self.schedule.spec(), day)
+
+
+class ArchivePeriodForm(forms.Form):
+    """The archive's time range: reports whose period overlaps [start, end), end exclusive."""
+
+    start = forms.DateField(
+        label="Period from",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
+    )
+    end = forms.DateField(
+        label="Period to",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],
+        help_text="Day after the last one.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("start"), data.get("end")
+        if start and end and end <= start:
+            self.add_error("end", "The period must end after it starts.")
+        return data

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.utils import timezone
 
 from access.scoping import team_reports_filter, visible_teams
 from accounting.models import UsageRecord
@@ -35,6 +36,31 @@ def reports_queryset(user=None) -> QuerySet[Report]:
     if user is not None:
         reports = reports.filter(team_reports_filter(visible_teams(user), "schedule__"))
     return reports
+
+
+def period_extent(reports: QuerySet[Report]) -> tuple[dt.date | None, dt.date | None]:
+    """First and last day the reports' periods cover (local dates; None without reports)."""
+    bounds = reports.aggregate(first=Min("period_start"), end=Max("period_end"))
+    if bounds["first"] is None:
+        return None, None
+    first = timezone.localdate(bounds["first"])
+    last = timezone.localdate(bounds["end"] - dt.timedelta(microseconds=1))
+    return first, last
+
+
+def overlapping(
+    reports: QuerySet[Report], start: dt.date | None = None, end: dt.date | None = None
+) -> QuerySet[Report]:
+    """Reports whose period overlaps [start, end) (days, end exclusive; either may be open)."""
+    if start is not None:
+        reports = reports.filter(period_end__gt=_day_start(start))
+    if end is not None:
+        reports = reports.filter(period_start__lt=_day_start(end))
+    return reports
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return timezone.make_aware(dt.datetime.combine(day, dt.time()))
 
 
 def site_cluster_ids(site_id: int) -> tuple[int, ...]:

@@ -12,12 +12,14 @@ from django.db.models import ProtectedError
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from access.pages import role_required
 from access.roles import ADMIN, PLANNER, VIEWER, has_role
+from core import timerange
 from reports import selectors, services
-from reports.forms import RunNowForm, ScheduleForm
+from reports.forms import ArchivePeriodForm, RunNowForm, ScheduleForm
 from reports.models import ReportFormat, ReportSchedule, ReportStatus
 from reports.render import render_html
 
@@ -49,25 +51,45 @@ def _page(request, queryset):
     }
 
 
+def _time_range(request, reports) -> tuple[ArchivePeriodForm, dict]:
+    """The archive's period filter and its presets, fit to the periods of the user's reports."""
+    form = ArchivePeriodForm(request.GET)
+    query = form.cleaned_data if form.is_valid() else {}
+    first_day, last_day = selectors.period_extent(reports)
+    ranges = timerange.presets(timezone.localdate(), first_day, last_day)
+    start, end = query.get("start"), query.get("end")
+    current = (start, end) if start and end else None
+    return form, {
+        "presets": timerange.preset_links(request.GET, ranges, current),
+        "query": {"start": start, "end": end} if current else {},
+    }
+
+
 @role_required(read_role=VIEWER)
 @require_safe
 def archive(request):
     reports = selectors.reports_queryset(request.user)
+    period_form, time_range = _time_range(request, reports)
     schedule_id = request.GET.get("schedule") or ""
     status = request.GET.get("status") or ""
     if schedule_id.isdecimal():
         reports = reports.filter(schedule_id=int(schedule_id))
     if status in ReportStatus.values:
         reports = reports.filter(status=status)
+    if period_form.is_valid():
+        reports = selectors.overlapping(reports, **period_form.cleaned_data)
     context = {
         **_page(request, reports),
         **_roles(request),
+        **time_range,
+        "period_form": period_form,
         "schedules": selectors.schedule_choices(request.user),
         "statuses": ReportStatus.choices,
         "selected_schedule": schedule_id,
         "selected_status": status,
     }
-    return render(request, "reports/archive.html", context)
+    status_code = 200 if period_form.is_valid() else 400
+    return render(request, "reports/archive.html", context, status=status_code)
 
 
 @role_required(read_role=VIEWER)

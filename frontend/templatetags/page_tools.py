@@ -7,7 +7,8 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from accounting.rollups import rollup_status
-from frontend import drilldown, sharing, timerange
+from core import timerange
+from frontend import drilldown, sharing
 
 register = template.Library()
 

@@ -14,7 +14,7 @@ from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
 
-from frontend import timerange
+from core import timerange
 from tests.frontend.test_dashboards_analyses import fleet_analysis  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
