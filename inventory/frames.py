@@ -235,4 +235,6 @@ def price_pools(
         },
         index=units.index,
     )
+    if "measured_it_kwh" in units:  # telemetry's measured IT energy (planner.measured_sources)
+        cost_input["measured_it_kwh"] = units["measured_it_kwh"]
     return cost_input, energy_and_cost(cost_input)

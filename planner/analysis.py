@@ -74,6 +74,8 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
                 "compute_cost",
                 "idle_cost",
                 "cost_per_effective_pflop_day",
+                "it_energy_mwh",
+                "it_energy_provenance",
                 "facility_energy_mwh",
                 "co2_tonnes",
             ]

@@ -177,9 +177,12 @@ def measured_factors(pool_ids, start: dt.date, end: dt.date) -> dict[int, dict[s
         return {}
     overhead = dict(PrometheusSource.objects.values_list("cluster_id", "node_overhead"))
     frame["it_energy_kwh"] = frame["energy_kwh"] * (1 + frame["cluster_id"].map(overhead).fillna(0))
+    frame["energy_h"] = frame["covered_h"].where(frame["energy_kwh"].notna(), 0.0)
     mfu = _weighted(frame, ["pool_id"], "mfu_proxy")
     allocated = _allocated_proxy(frame, start, end)
-    sums = frame.groupby("pool_id")[["energy_kwh", "it_energy_kwh", "covered_h"]].sum(min_count=1)
+    sums = frame.groupby("pool_id")[["energy_kwh", "it_energy_kwh", "covered_h", "energy_h"]].sum(
+        min_count=1
+    )
     result = {}
     for pool_id, row in sums.iterrows():
         value = _finite(mfu.get(pool_id))
@@ -196,6 +199,7 @@ def measured_factors(pool_ids, start: dt.date, end: dt.date) -> dict[int, dict[s
             "gpu_energy_kwh": row["energy_kwh"],
             "it_energy_kwh": row["it_energy_kwh"],
             "covered_gpu_hours": row["covered_h"],
+            "energy_covered_gpu_hours": row["energy_h"],  # hours of GPUs with the counter
             "provenance": PROVENANCE,
         }
         if result[int(pool_id)]["mfu_allocated"] is None and value is not None:

@@ -107,6 +107,7 @@ ENERGY_AND_COST_COLUMNS: tuple[str, ...] = (
     "idle_energy_cost_per_card_hour",
     "used_cost_per_card_hour",
     "it_energy_mwh",
+    "it_energy_provenance",
     "facility_energy_mwh",
     "compute_cost",
     "energy_cost",
@@ -136,6 +137,19 @@ def _column(frame: pd.DataFrame, name: str, default: float) -> pd.Series:
     if name not in frame:
         return pd.Series(default, index=frame.index, dtype="float64")
     return frame[name].astype("float64").fillna(default)
+
+
+def _measured_it_scale(
+    pools: pd.DataFrame, modeled_it_kwh: pd.Series
+) -> tuple[pd.Series, pd.Series]:
+    """Measured IT energy (``measured_it_kwh``: DCGM energy × node overhead, over the period)
+    rescales the nameplate power model, so busy and idle energy keep the model's split."""
+    measured = _column(pools, "measured_it_kwh", np.nan)
+    _require(measured.isna() | (measured >= 0), "measured_it_kwh must be >= 0", pools.index)
+    use = measured.notna() & (modeled_it_kwh > 0)
+    scale = (measured / modeled_it_kwh.where(use)).where(use, 1.0)
+    provenance = pd.Series(np.where(use, "measured", "modeled"), index=pools.index, dtype="str")
+    return scale, provenance
 
 
 def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER) -> pd.DataFrame:
@@ -198,6 +212,8 @@ def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER
     overhead_per_card_kw = overhead_w / cards_per_node / 1000.0
     busy_kw = tdp_w * busy_share / 1000.0 + overhead_per_card_kw
     idle_kw = tdp_w * idle_share / 1000.0 + overhead_per_card_kw
+    scale, it_provenance = _measured_it_scale(pools, busy_kw * allocated + idle_kw * idle)
+    busy_kw, idle_kw = busy_kw * scale, idle_kw * scale
     it_kwh = busy_kw * allocated + idle_kw * idle
     facility_kwh = it_kwh * pue
     includes_energy = (
@@ -224,6 +240,7 @@ def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER
             "idle_energy_cost_per_card_hour": idle_energy_rate,
             "used_cost_per_card_hour": ownership_rate + busy_energy_rate,
             "it_energy_mwh": it_kwh / 1000.0,
+            "it_energy_provenance": it_provenance,
             "facility_energy_mwh": facility_kwh / 1000.0,
             "compute_cost": compute_cost,
             "energy_cost": energy_cost,

@@ -1,4 +1,5 @@
-"""Analyses take a pool's MFU from DCGM telemetry when its rollups cover enough of the period.
+"""Analyses take a pool's MFU and IT energy from DCGM telemetry when its rollups cover enough
+of the period.
 
 GPU-day and job-day rollups are written through the telemetry models (the fetch that fills
 them from a real Prometheus is tested in tests/telemetry); the analysis reads them through
@@ -102,6 +103,27 @@ def test_telemetry_covering_the_period_gives_the_measured_mfu_proxy(cluster):
     assert pools["serve"]["mfu_telemetry_reason"] is None
 
 
+def test_measured_it_energy_prices_the_energy_instead_of_nameplate_power(cluster):
+    from telemetry.models import PrometheusSource
+
+    PrometheusSource.objects.create(cluster=cluster, url="http://127.0.0.1:9", node_overhead=0.5)
+    before = analyse(cluster)
+    write_rollups(cluster)
+    pools = analyse(cluster)
+    train = pools["train"]
+    it_kwh = 8 * 9.6 * 1.5  # 8 GPU-days of 9.6 kWh each, × (1 + node overhead)
+    assert train["it_energy_mwh"] == pytest.approx(it_kwh / 1000)
+    assert train["it_energy_provenance"] == "measured"
+    assert train["facility_energy_mwh"] == pytest.approx(it_kwh * 1.25 / 1000)
+    assert train["energy_cost"] == pytest.approx(it_kwh * 1.25 * 0.2)
+    assert before["train"]["it_energy_provenance"] == "modeled"
+    assert before["train"]["energy_cost"] != pytest.approx(train["energy_cost"])
+    assert train["it_energy_reason"].startswith("measured: DCGM energy counters")
+    assert pools["serve"]["it_energy_provenance"] == "modeled"
+    assert pools["serve"]["energy_cost"] == pytest.approx(before["serve"]["energy_cost"])
+    assert pools["serve"]["it_energy_reason"] is None
+
+
 def test_telemetry_below_the_coverage_rule_keeps_the_modeled_mfu_and_says_why(cluster):
     write_rollups(cluster, days=DAYS[:1])
     with_half = analyse(cluster)["train"]
@@ -116,6 +138,8 @@ def test_telemetry_below_the_coverage_rule_keeps_the_modeled_mfu_and_says_why(cl
         "DCGM telemetry covers 48% of the pool's card-hours, below the 50% rule: "
         "the MFU proxy is not used"
     )
+    assert train["it_energy_provenance"] == "modeled"
+    assert "below the 50% rule: nameplate power is used" in train["it_energy_reason"]
 
 
 def test_without_jobs_joined_the_all_time_proxy_is_not_taken_for_mfu(cluster):
