@@ -148,6 +148,30 @@ def test_measured_factors_per_pool_for_the_analysis_inputs(fetched):
     assert train["it_energy_kwh"] == pytest.approx(gpu_kwh * 1.5, rel=1e-3)
 
 
+def test_an_analysis_of_the_fetched_period_takes_mfu_and_energy_from_telemetry(fetched):
+    import datetime as dt
+
+    from planner import analysis as engine_bridge
+    from planner.models import Analysis
+    from telemetry.models import PrometheusSource
+
+    PrometheusSource.objects.filter(cluster=fetched).update(node_overhead=0.5)
+    analysis = Analysis.objects.create(
+        scope="cluster", object_id=fetched.pk,
+        period_start=dt.datetime(2026, 3, 2, tzinfo=dt.UTC),
+        period_end=dt.datetime(2026, 3, 4, tzinfo=dt.UTC),
+    )  # fmt: skip
+    rows, _ = engine_bridge.evaluate_cluster(analysis, fetched.pk)
+    train = {row["pool"]: row for row in rows}["train"]
+    # Over the jobs' card-hours: (101: 48 × 0.5 + 102: 48 × 0 + 103: 24 × 0.3) ÷ 120 = 0.26,
+    # × the clock share weighted by tensor work: (1.0 × 0.9 + 0.3 × 0.8) ÷ 1.3.
+    assert train["mfu"] == pytest.approx(0.26 * 1.14 / 1.3, rel=1e-2)
+    assert (train["mfu_basis"], train["mfu_provenance"]) == ("telemetry_proxy", "measured")
+    gpu_kwh = 4 * (7.2 + 2.4) + 2 * (6.0 + 2.4)  # 6 GPUs cover the pool's 288 card-hours
+    assert train["it_energy_mwh"] == pytest.approx(gpu_kwh * 1.5 / 1000, rel=1e-2)
+    assert train["it_energy_provenance"] == "measured"
+
+
 def test_usage_page_shows_allocated_vs_active_lines(client, viewer, fetched):
     client.force_login(viewer)
     page = client.get("/usage/", {"start": "2026-03-02", "end": "2026-03-04"})
