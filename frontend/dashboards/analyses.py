@@ -40,6 +40,14 @@ FACTORS = "analyses-factors"
 COMPUTE_BY_SCOPE = "analyses-compute-by-scope"
 STRATEGIES = "analyses-hetero-strategies"
 
+# The pools table's factor columns (short labels; each sorts the pools, worst first).
+POOL_FACTOR_COLUMNS = (
+    ("energy", "Energy"),
+    ("mfu", "MFU"),
+    ("scaling", "Scaling"),
+    ("effective_time", "Eff. time"),
+    ("utilization", "Utilization"),
+)
 PROVENANCE_NOTE = {
     "measured": "measured",
     "entered": "entered",
@@ -84,12 +92,26 @@ def _scope_from(request: HttpRequest, analysis: Analysis | None):
 
 
 def waterfall_data(request: HttpRequest) -> pd.DataFrame:
-    results, key, row = _scope_from(request, analysis_for_chart(request))
+    analysis = analysis_for_chart(request)
+    results, key, row = _scope_from(request, analysis)
     if row is None:
         return pd.DataFrame()
-    return sel.waterfall_frame(
-        row, results.get("waterfall_order") or sel.WATERFALL_ORDER, sel.scope_currency(results, key)
-    )
+    return _waterfall(analysis, key, row)
+
+
+def _waterfall(analysis: Analysis, key: str, row: dict) -> pd.DataFrame:
+    """The scope's waterfall; each factor step drills to the analysis's pools, worst first."""
+    results = analysis.results
+    order = results.get("waterfall_order") or sel.WATERFALL_ORDER
+    frame = sel.waterfall_frame(row, order, sel.scope_currency(results, key))
+    detail = reverse("frontend:analysis-detail", args=[analysis.pk])
+    scope = "" if key == sel.SUMMARY else f"scope={key}&"
+    # Drill-down targets ride in attrs, not in the download's columns.
+    frame.attrs["targets"] = [
+        f"{detail}?{scope}sort={factor}#pools-heading" if factor else ""
+        for factor in frame["factor"]
+    ]
+    return frame
 
 
 def _signed(value: float, digits: int = 0) -> str:
@@ -136,8 +158,8 @@ def waterfall_figure(frame: pd.DataFrame) -> go.Figure:
             text=text,
             textposition="outside",
             cliponaxis=False,
-            customdata=hover,
-            hovertemplate="%{customdata}<extra></extra>",
+            customdata=_with_targets(frame, hover),
+            hovertemplate="%{customdata[0]}<extra></extra>",
             connector={"line": {"color": "#8d99ae", "width": 1}},
             decreasing={"marker": {"color": charts.FACTOR_COLOURS["mfu"]}},
             increasing={"marker": {"color": charts.FACTOR_COLOURS["energy"]}},
@@ -346,9 +368,8 @@ def chart_context(
 def result_charts(request: HttpRequest, analysis: Analysis, key: str, row: dict) -> dict:
     """The charts of one analysis result at one scope (frames from the stored results)."""
     results = analysis.results
-    order = results.get("waterfall_order") or sel.WATERFALL_ORDER
     scope_param = None if key == sel.SUMMARY else key
-    waterfall = sel.waterfall_frame(row, order, sel.scope_currency(results, key))
+    waterfall = _waterfall(analysis, key, row)
     context = {
         "waterfall_rows": waterfall.astype(object)
         .where(waterfall.notna(), None)
@@ -417,6 +438,7 @@ def analysis_detail(request: HttpRequest, pk: int):
             raise Http404(str(exc)) from exc
         options = sel.scope_options(results, f"Whole analysis: {analysis.scope_label}")
         pools = results.get("pools", [])
+        sort = request.GET.get("sort", "")
         context |= {
             "scope_key": key,
             "scope_options": options,
@@ -425,7 +447,11 @@ def analysis_detail(request: HttpRequest, pk: int):
             "summary": results["summary"],
             "money": sel.money_lost(row),
             "currency": sel.scope_currency(results, key),
-            "pools": pools,
+            "pools": sel.pools_worst_first(pools, sort),
+            "pool_sort": sort if sort in sel.FACTOR_LABELS else "",
+            "pool_sort_label": sel.FACTOR_LABELS.get(sort, ""),
+            "pool_factor_columns": POOL_FACTOR_COLUMNS,
+            "pool_sort_scope": "" if key == sel.SUMMARY else f"scope={key}&",
             **money_context(request, results, analysis.period_end.date(), key),
             "hetero_pools": [
                 {**p, "strategy_label": sel.STRATEGY_LABELS.get(p.get("strategy"), "")}

@@ -181,6 +181,14 @@ def factor_frame(row: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
+def pools_worst_first(pools: list[dict[str, Any]], factor: str) -> list[dict[str, Any]]:
+    """Pools by one factor's value, lowest (most lost) first, pools without it last; any
+    other ``factor`` keeps the stored order."""
+    if factor not in FACTOR_NAMES:
+        return pools
+    return sorted(pools, key=lambda pool: (pool.get(factor) is None, pool.get(factor) or 0.0))
+
+
 def waterfall_frame(
     row: dict[str, Any], order: list[str] | tuple[str, ...] = WATERFALL_ORDER, currency=None
 ) -> pd.DataFrame:

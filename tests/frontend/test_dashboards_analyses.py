@@ -324,6 +324,28 @@ def test_waterfall_bars_go_from_nameplate_to_effective_for_every_scope(
             assert any(c in trace["text"][order.index("mfu") + 1] for c in currencies)
 
 
+def test_a_waterfall_step_drills_to_the_pools_that_lose_most_to_it(client, viewer, fleet_analysis):
+    results = fleet_analysis.results
+    order = results["waterfall_order"]
+    client.force_login(viewer)
+    html = client.get(f"/analyses/{fleet_analysis.pk}/").content.decode()
+    (trace,) = plotted_traces(html, "chart-analyses-waterfall")
+    targets = [item[-1] for item in trace["customdata"]]
+    detail = f"/analyses/{fleet_analysis.pk}/"
+    assert targets == ["", *[f"{detail}?sort={f}#pools-heading" for f in order], ""]
+    # The target lists the pools by that factor, lowest first, and says so.
+    page = client.get(detail, {"sort": "mfu"}).content.decode()
+    section = page[page.index('id="pools-heading"') :]
+    assert "Sorted by MFU, lowest first" in section
+    listed = re.findall(r'<tr>\s*<th scope="row">([^<]+)</th>', section)
+    expected = [p["pool"] for p in sorted(results["pools"], key=lambda p: p["mfu"])]
+    assert listed == expected and len(listed) == 3
+    assert re.search(r'aria-sort="ascending"><a href="\?sort=mfu#pools-heading">MFU', section)
+    # An unknown sort keeps the stored order, no error.
+    other = client.get(detail, {"sort": "nonsense"})
+    assert other.status_code == 200 and "Sorted by" not in other.content.decode()
+
+
 def test_waterfall_csv_equals_the_numbers_plotted(client, viewer, fleet_analysis, mixed_pool):
     client.force_login(viewer)
     html = client.get(f"/analyses/{fleet_analysis.pk}/?scope=pool-{mixed_pool.pk}").content.decode()
