@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounting.models import UsageRecord
 from inventory.models import Cluster
+from planner.services import mark_stale
 from telemetry import jobs, promql, rollups
 from telemetry.clocks import MAX_SM_CLOCK_MHZ, model_matches
 from telemetry.fetch import ExportError, Telemetry, fetch_prometheus, parse_export
@@ -212,6 +213,14 @@ def build_rows(fetch: TelemetryFetch, telemetry: Telemetry) -> tuple[list, list,
     return gpu_rows, job_rows, warnings
 
 
+def stale_reason(fetch: TelemetryFetch) -> str:
+    """E.g. "telemetry fetched for cluster c1, 2026-03-02 to 2026-03-03." (local days)."""
+    return (
+        f"telemetry fetched for cluster {fetch.cluster.name}, "
+        f"{fetch.period_start.isoformat()} to {fetch.period_end.isoformat()}."
+    )
+
+
 def run_fetch(pk: int, run_id: str) -> dict[str, Any]:
     """The worker's body for one run of a fetch (idempotent: the days are replaced)."""
     fetch = jobs.current_run(pk, run_id).select_related("cluster").first()
@@ -238,4 +247,6 @@ def run_fetch(pk: int, run_id: str) -> dict[str, Any]:
         if not done:
             transaction.set_rollback(True)  # superseded: a newer run owns these days
             return {"skipped": pk}
+        # Analyses of this cluster read the rollups (MFU proxy, IT energy): say what changed.
+        mark_stale("cluster", [fetch.cluster_id], stale_reason(fetch))
     return {"gpu_days": len(gpu_rows), "job_days": len(job_rows), "warnings": len(warnings)}

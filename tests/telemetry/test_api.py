@@ -172,6 +172,24 @@ def test_an_analysis_of_the_fetched_period_takes_mfu_and_energy_from_telemetry(f
     assert train["it_energy_provenance"] == "measured"
 
 
+def test_a_fetch_makes_the_cluster_analyses_stale_and_says_why(gpu_cluster, prometheus):
+    import datetime as dt
+
+    from planner.models import Analysis
+
+    analysis = Analysis.objects.create(
+        scope="cluster", object_id=gpu_cluster.pk,
+        period_start=dt.datetime(2026, 3, 2, tzinfo=dt.UTC),
+        period_end=dt.datetime(2026, 3, 4, tzinfo=dt.UTC),
+    )  # fmt: skip
+    Analysis.objects.filter(pk=analysis.pk).update(stale=False, stale_reason="")
+    fetch, _ = fetch_from(gpu_cluster, prometheus.url)
+    assert fetch.status == "succeeded", fetch.error
+    analysis.refresh_from_db()
+    assert analysis.stale is True
+    assert analysis.stale_reason == "telemetry fetched for cluster c1, 2026-03-02 to 2026-03-03."
+
+
 def test_usage_page_shows_allocated_vs_active_lines(client, viewer, fetched):
     client.force_login(viewer)
     page = client.get("/usage/", {"start": "2026-03-02", "end": "2026-03-04"})
