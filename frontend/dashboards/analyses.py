@@ -104,14 +104,22 @@ def _waterfall(analysis: Analysis, key: str, row: dict) -> pd.DataFrame:
     results = analysis.results
     order = results.get("waterfall_order") or sel.WATERFALL_ORDER
     frame = sel.waterfall_frame(row, order, sel.scope_currency(results, key))
+    frame.attrs["targets"] = _factor_targets(analysis, key, frame["factor"])
+    return frame
+
+
+def _factors(analysis: Analysis, key: str, row: dict) -> pd.DataFrame:
+    frame = sel.factor_frame(row)
+    frame.attrs["targets"] = _factor_targets(analysis, key, frame["factor"])
+    return frame
+
+
+def _factor_targets(analysis: Analysis, key: str, factors: pd.Series) -> list[str]:
+    """Drill-down of a factor mark: the analysis's pools sorted by it, worst first ("" for
+    the nameplate and effective totals). Targets ride in attrs, not in the download."""
     detail = reverse("frontend:analysis-detail", args=[analysis.pk])
     scope = "" if key == sel.SUMMARY else f"scope={key}&"
-    # Drill-down targets ride in attrs, not in the download's columns.
-    frame.attrs["targets"] = [
-        f"{detail}?{scope}sort={factor}#pools-heading" if factor else ""
-        for factor in frame["factor"]
-    ]
-    return frame
+    return [f"{detail}?{scope}sort={factor}#pools-heading" if factor else "" for factor in factors]
 
 
 def _signed(value: float, digits: int = 0) -> str:
@@ -178,8 +186,9 @@ def waterfall_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def factors_data(request: HttpRequest) -> pd.DataFrame:
-    _, _, row = _scope_from(request, analysis_for_chart(request))
-    return pd.DataFrame() if row is None else sel.factor_frame(row)
+    analysis = analysis_for_chart(request)
+    _, key, row = _scope_from(request, analysis)
+    return pd.DataFrame() if row is None else _factors(analysis, key, row)
 
 
 def factors_figure(frame: pd.DataFrame) -> go.Figure:
@@ -194,7 +203,14 @@ def factors_figure(frame: pd.DataFrame) -> go.Figure:
                 for value, provenance in zip(frame["value_share"], frame["provenance"], strict=True)
             ],
             textposition="auto",
-            customdata=frame[["provenance", "lost_share"]].to_numpy(),
+            customdata=[
+                [*values, target]
+                for values, target in zip(
+                    frame[["provenance", "lost_share"]].to_numpy().tolist(),
+                    frame.attrs.get("targets") or [""] * len(frame),
+                    strict=True,
+                )
+            ],
             hovertemplate="%{y}: %{x:.1%} (%{customdata[0]})<br>"
             "share of peak compute lost to it: %{customdata[1]:.1%}<extra></extra>",
         )
@@ -378,7 +394,7 @@ def result_charts(request: HttpRequest, analysis: Analysis, key: str, row: dict)
             WATERFALL, request, waterfall, analysis=analysis, scope=scope_param
         ),
         "factors_chart": chart_context(
-            FACTORS, request, sel.factor_frame(row), analysis=analysis, scope=scope_param
+            FACTORS, request, _factors(analysis, key, row), analysis=analysis, scope=scope_param
         ),
     }
     by_scope = sel.compute_by_scope_frame(results)

@@ -333,6 +333,10 @@ def test_a_waterfall_step_drills_to_the_pools_that_lose_most_to_it(client, viewe
     targets = [item[-1] for item in trace["customdata"]]
     detail = f"/analyses/{fleet_analysis.pk}/"
     assert targets == ["", *[f"{detail}?sort={f}#pools-heading" for f in order], ""]
+    # The factor bars drill to the same lists.
+    (bars,) = plotted_traces(html, "chart-analyses-factors")
+    by_label = {label: item[-1] for label, item in zip(bars["y"], bars["customdata"], strict=True)}
+    assert by_label[LABELS["mfu"]] == f"{detail}?sort=mfu#pools-heading"
     # The target lists the pools by that factor, lowest first, and says so.
     page = client.get(detail, {"sort": "mfu"}).content.decode()
     section = page[page.index('id="pools-heading"') :]
