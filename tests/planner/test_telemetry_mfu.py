@@ -158,3 +158,27 @@ def test_a_card_model_mfu_wins_over_the_telemetry_proxy(cluster):
     train = analyse(cluster)["train"]
     assert train["mfu"] == pytest.approx(0.5)
     assert train["mfu_basis"] == "group_entered"
+
+
+def test_the_analysis_page_shows_why_telemetry_was_used_or_not(client, viewer, cluster):
+    from django.utils import timezone
+
+    from inventory.models import Pool
+
+    write_rollups(cluster)
+    analysis = Analysis.objects.create(
+        scope="cluster", object_id=cluster.pk, period_start=START, period_end=END
+    )
+    rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster.pk)
+    part = SimpleNamespace(cluster_id=cluster.pk, pool_rows=rows, inputs=inputs)
+    analysis.results, _ = engine_bridge.summarise(analysis, [part])
+    analysis.status, analysis.succeeded_at = "succeeded", timezone.now()
+    analysis.save()
+    client.force_login(viewer)
+    train = Pool.objects.get(cluster=cluster, name="train")
+    pool_page = client.get(f"/analyses/{analysis.pk}/", {"scope": f"pool-{train.pk}"})
+    html = pool_page.content.decode()
+    assert "<strong>GPU telemetry:</strong> MFU: DCGM telemetry covers 100%" in html
+    summary = client.get(f"/analyses/{analysis.pk}/").content.decode()
+    assert "<strong>GPU telemetry, pool train:</strong> MFU: DCGM telemetry covers 100%" in summary
+    assert "GPU telemetry, pool serve" not in summary  # nothing to say about it
