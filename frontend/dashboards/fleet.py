@@ -57,6 +57,7 @@ def fleet_overview(request: HttpRequest):
             **money_context(request, results, analysis.period_end.date()),
             "site_tiles": sel.scope_tiles(results, "site"),
             "cluster_tiles": sel.scope_tiles(results, "cluster"),
+            "analysis_pools": results.get("pools", []),  # their telemetry notes
             "hetero_pool_ids": {
                 p["pool_id"] for p in results.get("pools", []) if sel.is_heterogeneous(p)
             },

@@ -166,9 +166,7 @@ def test_the_analysis_page_shows_why_telemetry_was_used_or_not(client, viewer, c
     from inventory.models import Pool
 
     write_rollups(cluster)
-    analysis = Analysis.objects.create(
-        scope="cluster", object_id=cluster.pk, period_start=START, period_end=END
-    )
+    analysis = Analysis.objects.create(scope="fleet", period_start=START, period_end=END)
     rows, inputs = engine_bridge.evaluate_cluster(analysis, cluster.pk)
     part = SimpleNamespace(cluster_id=cluster.pk, pool_rows=rows, inputs=inputs)
     analysis.results, _ = engine_bridge.summarise(analysis, [part])
@@ -182,3 +180,5 @@ def test_the_analysis_page_shows_why_telemetry_was_used_or_not(client, viewer, c
     summary = client.get(f"/analyses/{analysis.pk}/").content.decode()
     assert "<strong>GPU telemetry, pool train:</strong> MFU: DCGM telemetry covers 100%" in summary
     assert "GPU telemetry, pool serve" not in summary  # nothing to say about it
+    fleet = client.get("/").content.decode()
+    assert "<strong>GPU telemetry, pool train:</strong> MFU: DCGM telemetry covers 100%" in fleet
