@@ -484,6 +484,26 @@ _TABLE: tuple[Default, ...] = (
         "Clusters') is ~8,100 h per GPU.",
     ),
     _d(
+        "mtbf_card_h_hopper",
+        50_000.0,
+        "h",
+        1.0,
+        1e9,
+        "Hopper (H100/H200/H800/GH200) where the site kind is unknown: the one published "
+        "per-GPU figure for the generation, Llama 3's 16,384 H100 (Dubey et al. 2024, §3.3.4: "
+        "419 unexpected interruptions in 54 days, ≈ 50,700 h per GPU).",
+    ),
+    _d(
+        "mtbf_card_h_ampere",
+        8_000.0,
+        "h",
+        1.0,
+        1e9,
+        "Ampere (A100/A800/A30/A40/A10) where the site kind is unknown: the published per-GPU "
+        "figure for the generation, Meta's A100 research clusters (Kokolis et al. 2024: 7.9 h "
+        "MTTF for 1,024-GPU jobs, ≈ 8,100 h per GPU).",
+    ),
+    _d(
         "restart_h_production",
         1 / 6,
         "h",
@@ -613,6 +633,14 @@ _TABLE: tuple[Default, ...] = (
 )
 
 DEFAULTS: Mapping[str, Default] = {entry.key: entry for entry in _TABLE}
+
+# Card generations with an MTBF default (`mtbf_card_h_<generation>`), and those without a
+# published per-card figure, which fall back to the site-kind default with this reason.
+MTBF_GENERATIONS: tuple[str, ...] = ("ampere", "hopper")
+MTBF_GENERATIONS_WITHOUT_FIGURE: Mapping[str, str] = {
+    "blackwell": "no published per-GPU MTBF for Blackwell (B100/B200/GB200) fleets yet",
+    "ascend_910b": "no published per-card MTBF for Ascend 910B fleets",
+}
 
 
 class UnknownDefaultError(KeyError, ValueError):

@@ -18,9 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
-from planner.engine.defaults import COOLING_TYPES, DEFAULTS, FACTOR_FLOOR
+from planner.engine.defaults import (
+    COOLING_TYPES,
+    DEFAULTS,
+    FACTOR_FLOOR,
+    MTBF_GENERATIONS,
+    MTBF_GENERATIONS_WITHOUT_FIGURE,
+)
 
 
 def mtbf_job_h(mtbf_card_h: ArrayLike, cards: ArrayLike) -> np.ndarray:
@@ -73,6 +80,59 @@ def site_kind_defaults(site_kind: ArrayLike) -> dict[str, np.ndarray]:
         "mtbf_card_h": np.select(masks, [float(mtbf[k]) for k in SITE_KINDS], np.nan),
         "restart_h": np.select(masks, [float(restart[k]) for k in SITE_KINDS], np.nan),
     }
+
+
+GENERATION_LABELS = {
+    "ampere": "Ampere",
+    "hopper": "Hopper",
+    "blackwell": "Blackwell",
+    "ascend_910b": "Ascend 910B",
+}
+# Catalog names as vendors print them; word boundaries keep A10 from matching A100.
+_GENERATION_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("ampere", r"\b(?:A100|A800|A40|A30|A10)\b"),
+    ("hopper", r"\b(?:GH200|H100|H200|H800|H20)\b"),
+    ("blackwell", r"\b(?:GB200|GB300|B100|B200|B300)\b"),
+    ("ascend_910b", r"910B"),
+)
+
+
+def card_generation(accelerator: ArrayLike) -> np.ndarray:
+    """Generation key per catalog card name ("" when not recognised)."""
+    names = pd.Series(np.asarray(accelerator).astype(str))
+    masks = [
+        names.str.contains(p, case=False, regex=True).to_numpy() for _, p in _GENERATION_PATTERNS
+    ]
+    return np.select(masks, [g for g, _ in _GENERATION_PATTERNS], "").astype(object)
+
+
+def _generation_mtbf_h(generation: np.ndarray) -> np.ndarray:
+    """The generation's published MTBF per card (NaN where none is published)."""
+    values = [float(DEFAULTS[f"mtbf_card_h_{g}"].value) for g in MTBF_GENERATIONS]
+    return np.select([generation == g for g in MTBF_GENERATIONS], values, np.nan)
+
+
+def default_mtbf_card_h(
+    site_kind: ArrayLike, generation: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    """Table MTBF per card and its basis: a declared site kind's default; where the kind is
+    unknown, the card generation's published figure, else the general default."""
+    kind = np.asarray(site_kind).astype(str)
+    gen = np.asarray(generation).astype(str)
+    by_generation = _generation_mtbf_h(gen)
+    use_generation = (kind == "unknown") & ~np.isnan(by_generation)
+    mtbf = np.where(use_generation, by_generation, site_kind_defaults(kind)["mtbf_card_h"])
+    labels = pd.Series(gen).map(GENERATION_LABELS).fillna("")
+    kinds = pd.Series(kind)
+    basis = np.where(
+        use_generation,
+        "default for " + labels + " cards (mtbf_card_h_" + pd.Series(gen) + ")",
+        np.where(kinds == "unknown", "general default", "default for a " + kinds + " site"),
+    ).astype(object)
+    reasons = pd.Series(gen).map(MTBF_GENERATIONS_WITHOUT_FIGURE)
+    without = reasons.notna().to_numpy()
+    basis[without] = basis[without] + "; " + reasons[without].to_numpy()
+    return mtbf, basis
 
 
 def young_interval_h(checkpoint_save_h: ArrayLike, mtbf_job_hours: ArrayLike) -> np.ndarray:

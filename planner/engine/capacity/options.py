@@ -26,7 +26,9 @@ from planner.engine.factors import (
 )
 from planner.engine.reliability import (
     SITE_KINDS,
+    card_generation,
     cooling_adjusted_mtbf_card_h,
+    default_mtbf_card_h,
     site_kind_defaults,
 )
 
@@ -90,19 +92,37 @@ def _seam_energy(
 
 
 def _seam_default_reliability(
-    cooling_type: NDArray[np.object_], site_kind: NDArray[np.object_]
+    cooling_type: NDArray[np.object_],
+    site_kind: NDArray[np.object_],
+    accelerator: NDArray[np.object_],
 ) -> dict[str, NDArray[np.float64]]:
-    """Default MTBF per card (by site kind, cooling-adjusted), checkpoint save δ and the
-    restart R at 1,024 cards (reliability.site_kind_defaults)."""
+    """Default MTBF per card (by site kind, else card generation; cooling-adjusted),
+    checkpoint save δ and the restart R at 1,024 cards (reliability module)."""
     n = len(cooling_type)
     by_kind = site_kind_defaults(site_kind)
     return {
         "mtbf_card_hours": cooling_adjusted_mtbf_card_h(
-            by_kind["mtbf_card_h"], np.asarray(cooling_type).astype(str)
+            default_mtbf_card_h(site_kind, card_generation(accelerator))[0],
+            np.asarray(cooling_type).astype(str),
         ),
         "checkpoint_save_hours": np.full(n, table_default("checkpoint_save_h")),
         "restart_hours": by_kind["restart_h"],
     }
+
+
+def _mtbf_provenance(frame: pd.DataFrame, options: pd.DataFrame) -> None:
+    """`mtbf_provenance` and `mtbf_basis` per option: the caller's (a pool's measured
+    failures), else entered, else the table default naming its site kind or generation."""
+    _, table_basis = default_mtbf_card_h(
+        frame["site_kind"].to_numpy(dtype=object),
+        card_generation(frame["accelerator"].fillna("").to_numpy(dtype=object)),
+    )
+    defaulted = frame["mtbf_defaulted"].to_numpy(bool)
+    provenance = pd.Series(np.where(defaulted, "default", "entered"), frame.index, dtype=object)
+    basis = pd.Series(np.where(defaulted, table_basis, "entered"), frame.index, dtype=object)
+    for column, values in (("mtbf_provenance", provenance), ("mtbf_basis", basis)):
+        given = options[column] if column in options.columns else None
+        frame[column] = values if given is None else given.where(given.notna(), values)
 
 
 OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
@@ -342,7 +362,12 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     frame["utilization"] = frame["utilization"].fillna(DEFAULT_UTILIZATION)
     frame["restart_grows"] = frame["restart_hours"].isna()  # an entered restart is used as given
     frame["mtbf_defaulted"] = frame["mtbf_card_hours"].isna()
-    reliability = _seam_default_reliability(cooling, frame["site_kind"].to_numpy(dtype=object))
+    _mtbf_provenance(frame, options)
+    reliability = _seam_default_reliability(
+        cooling,
+        frame["site_kind"].to_numpy(dtype=object),
+        frame["accelerator"].fillna("").to_numpy(dtype=object),
+    )
     for column, default in reliability.items():
         frame[column] = frame[column].fillna(pd.Series(default, index=frame.index))
     for factor in ("scaling", "effective_time"):
