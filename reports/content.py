@@ -15,16 +15,15 @@ from typing import Any
 from accounting import selectors as accounting
 from planner.engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from planner.engine.factors import FACTOR_NAMES
-from reports import periods
+from reports import conversion, periods
 from reports import selectors as report_selectors
 from reports.models import ReportSchedule, ReportScope, ReportTemplate
+from reports.trends import change
 
 NO_DATA = "—"  # how a figure without data reads (never 0, never "n/a USD")
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how "about $N a month" scales a period's loss
 TOP_IDLE_POOLS = 5
 RECOMMENDATIONS = 3
-# A change smaller than this (in the value's own unit, e.g. 0.005 = half a point) is "flat".
-FLAT_CHANGE = 0.005
 UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team")
 FACTOR_LABELS = {
     "effective_utilization": "Effective utilization",
@@ -121,23 +120,6 @@ def money(value: float | None, currency: str | None) -> str:
     if currency == "USD":
         return f"${value:,.0f}"
     return f"{value:,.0f} {currency or ''}".strip()
-
-
-def change(current: float | None, previous: float | None, higher_is_better: bool) -> dict:
-    """Delta and arrow of a figure vs the previous period; ``better`` None when flat/unknown."""
-    if current is None or previous is None:
-        return {"delta": None, "arrow": "–", "direction": "unknown", "better": None}
-    delta = current - previous
-    scale = max(abs(previous), 1.0) if abs(previous) > 1 else 1.0
-    if abs(delta) / scale < FLAT_CHANGE:
-        return {"delta": delta, "arrow": "→", "direction": "flat", "better": None}
-    up = delta > 0
-    return {
-        "delta": delta,
-        "arrow": "▲" if up else "▼",
-        "direction": "up" if up else "down",
-        "better": up == higher_is_better,
-    }
 
 
 def _scope_filters(schedule: ReportSchedule, period: periods.Period) -> dict[str, Any]:
@@ -534,7 +516,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
     previous = periods.previous_period(spec, period)
     tz = schedule.timezone
     current, raw = _period_figures(schedule, period, tz)
-    before, _ = _period_figures(schedule, previous, tz)
+    before, raw_before = _period_figures(schedule, previous, tz)
     utilization = raw["utilization"]
     cost_rows = raw["costs"]["rows"]
     job_counts = report_selectors.job_state_counts(
@@ -542,9 +524,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
     )
     chargeback = raw["chargeback"]
     waste = _waste_rows(raw["costs"]["totals"])
-    warnings = list(
-        dict.fromkeys(raw["costs"].get("warnings", []) + raw["chargeback"].get("warnings", []))
-    )
+    warnings = [*dict.fromkeys(raw["costs"].get("warnings", []) + chargeback.get("warnings", []))]
     if len(current["currencies"]) > 1:
         warnings.append(
             "The scope mixes " + " and ".join(current["currencies"]) + ": money is shown per "
@@ -555,7 +535,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
             f"Team scope: utilization and card-hours are team {schedule.team}'s own; factors, "
             "cost and idle figures are those of the clusters it ran on."
         )
-    return {
+    numbers = {
         "schedule": {
             "id": schedule.pk,
             "name": schedule.name,
@@ -597,3 +577,5 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
         ),
         "warnings": warnings,
     }
+    target = schedule.reporting_currency  # blank: per currency, as the costs are kept
+    return conversion.apply(numbers, target, raw_before["costs"]["totals"]) if target else numbers

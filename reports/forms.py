@@ -26,6 +26,7 @@ SCHEDULE_FIELDS = (
     "send_time",
     "cron_expression",
     "timezone",
+    "reporting_currency",
     "recipient_users",
     "recipient_addresses",
     "formats",

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import models
 
+from inventory.currency import validate_currency
 from inventory.models import Cluster, Site
 from reports import periods
 
@@ -111,6 +112,13 @@ class ReportSchedule(models.Model):
     timezone = models.CharField(
         max_length=64, default="UTC", validators=[validate_timezone], help_text="IANA name."
     )
+    reporting_currency = models.CharField(
+        max_length=3,
+        blank=True,
+        validators=[validate_currency],
+        help_text="ISO 4217 code: money converted with the dated exchange rates of the period "
+        "end (all or nothing). Blank: per currency.",
+    )
     recipient_users = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="report_subscriptions"
     )
@@ -158,6 +166,10 @@ class ReportSchedule(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        self.reporting_currency = (self.reporting_currency or "").upper()
+        super().save(*args, **kwargs)
 
     def clean(self) -> None:
         errors: dict[str, str] = {}

@@ -182,10 +182,17 @@ def _bar_chart(
     return chart
 
 
-def _chargeback_sheet(sheet: Worksheet, teams: list[dict[str, Any]]) -> None:
+def _conversion_columns(numbers: dict[str, Any]) -> tuple[str, ...]:
+    """("conversion",) when the report's money was converted to its reporting currency."""
+    return ("conversion",) if (numbers.get("reporting_currency") or {}).get("converted") else ()
+
+
+def _chargeback_sheet(
+    sheet: Worksheet, teams: list[dict[str, Any]], columns: Sequence[str] = CHARGEBACK_COLUMNS
+) -> None:
     """One table (teams currency by currency) and one native chart per currency: charges in
     two currencies never share a money axis."""
-    _write_table(sheet, CHARGEBACK_COLUMNS, teams)  # grouped by currency (reports.content)
+    _write_table(sheet, columns, teams)  # grouped by currency (reports.content)
     charged = CHARGEBACK_COLUMNS.index("chargeback_cost") + 1
     first = 2
     for number, currency in enumerate(dict.fromkeys(row["currency"] for row in teams)):
@@ -214,12 +221,13 @@ def _waste_sheet(sheet: Worksheet, rows: list[dict[str, Any]]) -> None:
     header = 1
     for number, currency in enumerate(dict.fromkeys(row["currency"] for row in rows)):
         mine = [row for row in rows if row["currency"] == currency]
+        rate = ["conversion"] if any(row.get("conversion") for row in mine) else []
         last = _write_table(
             sheet,
-            ["label", "currency", "lost_cost"],
+            ["label", "currency", "lost_cost", *rate],
             mine,
             start_row=header,
-            headers=["Factor", "Currency", f"Lost ({currency})"],
+            headers=["Factor", "Currency", f"Lost ({currency})", *rate],
         )
         chart = _bar_chart(
             f"Money lost per factor ({currency})",
@@ -269,12 +277,13 @@ def _summary_sheet(summary: Worksheet, numbers: dict[str, Any]) -> None:
         percent=True,
     )
     summary.add_chart(chart, "H2")
+    rate = list(_conversion_columns(numbers))
     last = _write_table(
         summary,
-        columns,
+        [*columns, *rate],
         figures,
         start_row=last + 2,
-        headers=["Figure", "This period", "Previous period", "Change", "Trend"],
+        headers=["Figure", "This period", "Previous period", "Change", "Trend", *rate],
     )
     recommendation_row = last + 2
     summary.cell(row=recommendation_row, column=1, value="Recommendations").font = Font(bold=True)
@@ -363,12 +372,14 @@ def render_xlsx(numbers: dict[str, Any]) -> bytes:
             numbers["idle"]["top_pools"],
             {**idle_chart, "anchor": "I2"},
         )
+    rate = list(_conversion_columns(numbers))  # each converted row states its rate
     if "costs" in sections:
-        columns = ["name", *COST_COLUMNS]
+        columns = ["name", *COST_COLUMNS, *rate]
         _table_sheet(workbook, "Costs by cluster", columns, numbers["costs"]["clusters"])
         _table_sheet(workbook, "Costs by pool", columns, numbers["costs"]["pools"])
     if "chargeback" in sections:
-        _chargeback_sheet(workbook.create_sheet("Chargeback"), numbers["chargeback"]["teams"])
+        teams = numbers["chargeback"]["teams"]
+        _chargeback_sheet(workbook.create_sheet("Chargeback"), teams, [*CHARGEBACK_COLUMNS, *rate])
     if "waste" in sections:
         _waste_sheet(workbook.create_sheet("Waste by factor"), numbers["waste"])
     if "failures" in sections:
@@ -400,10 +411,11 @@ def csv_rows(numbers: dict[str, Any]) -> list[dict[str, Any]]:
                 {"section": section, "group": group, "name": name, "metric": key, "value": value}
             )
 
+    rate = _conversion_columns(numbers)  # the rate note of each converted row
     for row in numbers["summary"]["factors"]:
         add("summary", "factor", row["name"], row, ("value", "previous", "delta"))
     for row in numbers["summary"]["figures"]:
-        add("summary", "figure", row["name"], row, ("value", "previous", "delta"))
+        add("summary", "figure", row["name"], row, ("value", "previous", "delta", *rate))
     for group in UTILIZATION_GROUPS:
         for row in numbers["utilization"][group]:
             add("utilization", group, row["name"], row, UTILIZATION_COLUMNS)
@@ -416,11 +428,11 @@ def csv_rows(numbers: dict[str, Any]) -> list[dict[str, Any]]:
             ("idle_card_hours", "idle_share", "idle_cost"),
         )
     for row in numbers["costs"]["clusters"]:
-        add("costs", "cluster", row["name"], row, COST_COLUMNS)
+        add("costs", "cluster", row["name"], row, (*COST_COLUMNS, *rate))
     for row in numbers["costs"]["pools"]:
-        add("costs", "pool", row["name"], row, COST_COLUMNS)
+        add("costs", "pool", row["name"], row, (*COST_COLUMNS, *rate))
     for row in numbers["chargeback"]["teams"]:
-        add("chargeback", "team", row["team"], row, CHARGEBACK_COLUMNS[1:])
+        add("chargeback", "team", row["team"], row, (*CHARGEBACK_COLUMNS[1:], *rate))
     for row in numbers["waste"]:
         add("waste", f"factor {row['currency']}", row["factor"], row, ("lost_cost",))
     for row in numbers["failures"]["clusters"]:

@@ -25,6 +25,7 @@ SCHEDULE_FIELDS = [
     "cron_expression",
     "send_time",
     "timezone",
+    "reporting_currency",
     "recipient_users",
     "recipient_addresses",
     "formats",
