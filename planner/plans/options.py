@@ -30,6 +30,7 @@ from planner.plans.workload import (
     DEFAULT_HISTORY_DAYS,
     FACTOR_OVERRIDES,
     MAX_OPTIONS,
+    MIN_FAILURE_EXPOSURE_CARD_H,
     MIN_HISTORY,
     OVERRIDE,
     PROVENANCE_COLUMN,
@@ -245,6 +246,30 @@ def _history_windows(
     return {cid: window for cid, window in spans.items() if window[1] - window[0] >= MIN_HISTORY}
 
 
+def _measured_mtbf(failures: Any, exposure_card_h: Any) -> dict[str, Any]:
+    """Per-card MTBF from a pool's node failures (jobs ending NODE_FAIL; accounting counts
+    them in one groupby) over its jobs' card-hours, or a note why the default stays: too
+    few card-hours, or no failures (only a lower bound, exposure ÷ 1, which we do not use)."""
+    if exposure_card_h is None or not np.isfinite(exposure_card_h):
+        return {}
+    failures, exposure = int(failures or 0), float(exposure_card_h)
+    counted = f"{failures} node failure{'' if failures == 1 else 's'}"
+    if exposure < MIN_FAILURE_EXPOSURE_CARD_H:
+        return {
+            "mtbf_note": f"{counted} in {exposure:,.0f} card-hours of jobs: "
+            f"fewer than {MIN_FAILURE_EXPOSURE_CARD_H:,.0f} card-hours, not used"
+        }
+    if failures == 0:
+        return {
+            "mtbf_note": f"no node failures in {exposure:,.0f} card-hours of jobs: the MTBF is "
+            f"at least {exposure:,.0f} h, a bound, not used"
+        }
+    return {
+        "mtbf_card_hours": exposure / failures,
+        "mtbf_basis": f"measured: {counted} in {exposure:,.0f} card-hours",
+    }
+
+
 def _measured_history(
     groups: pd.DataFrame, end: dt.datetime, days: float
 ) -> tuple[pd.DataFrame, dict[int, dict[str, Any]]]:
@@ -276,6 +301,9 @@ def _measured_history(
             productive, wall = pool.get("productive_h"), pool.get("wall_h")
             if wall is not None and wall > 0 and productive is not None and productive > 0:
                 values["effective_time"] = min(float(productive) / float(wall), 1.0)
+            values.update(
+                _measured_mtbf(pool.get("failure_count"), pool.get("failure_exposure_card_h"))
+            )
             measured[int(pool["pool_id"])] = values
     groups = pd.concat(filled).rename(
         columns={"nodes": "node_count", "accelerator": "accelerator__name"}
@@ -392,6 +420,11 @@ def _pool_options(
                 if factor in history_of_pool:
                     row[factor] = history_of_pool[factor]
                     row[f"{factor}_provenance"] = "measured"
+            for column in ("mtbf_card_hours", "mtbf_basis", "mtbf_note"):
+                if column in history_of_pool:
+                    row[column] = history_of_pool[column]
+            if "mtbf_card_hours" in history_of_pool:
+                row["mtbf_provenance"] = "measured"
             row["measured_from"] = history_of_pool["measured_from"].isoformat()
             row["measured_to"] = history_of_pool["measured_to"].isoformat()
         if row["capital_cost_per_card"] is None and row["rental_price_per_card_hour"] is None:
@@ -415,6 +448,9 @@ def _apply_overrides(frame: pd.DataFrame, overrides: Mapping[str, Any]) -> pd.Da
         frame[column] = value
         if column in FACTOR_OVERRIDES:
             frame[PROVENANCE_COLUMN.get(column, f"{column}_provenance")] = OVERRIDE
+        if column == "mtbf_card_hours":  # beats a measured MTBF too, and says so
+            frame["mtbf_provenance"], frame["mtbf_basis"] = OVERRIDE, "plan override"
+            frame["mtbf_note"] = np.nan
     # MFU and achieved TFLOP/s are one factor: an override of either replaces both.
     if overrides.get("mfu") is not None and "achieved_tflops_per_card" in frame:
         frame["achieved_tflops_per_card"] = np.nan

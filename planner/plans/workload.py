@@ -21,6 +21,8 @@ MAX_COMPARED_PLANS = 10
 GB = 1e9
 DEFAULT_HISTORY_DAYS = 90  # a quarter of accounting: recent enough, long enough to smooth weeks
 MIN_HISTORY = dt.timedelta(days=1)  # less than a day of records says little about a pool
+# Below this many card-hours of jobs a node-failure count is too noisy to replace a default.
+MIN_FAILURE_EXPOSURE_CARD_H = 10_000.0
 
 # Inventory assumptions keys (site → cluster → pool overrides) that are planner columns.
 ASSUMPTION_COLUMNS = {
@@ -85,6 +87,9 @@ OPTION_COLUMNS: tuple[tuple[str, str, float], ...] = (
     ("mfu_provenance", "mfu_provenance", 1),
     ("scaling_provenance", "scaling_provenance", 1),
     ("effective_time_provenance", "effective_time_provenance", 1),
+    ("mtbf_card_hours", "mtbf_card_hours", 1),
+    ("mtbf_provenance", "mtbf_provenance", 1),
+    ("mtbf_basis", "mtbf_basis", 1),
     ("utilization_provenance", "utilization_provenance", 1),
     ("state_gb", "state_bytes", 1 / GB),
     ("state_per_card_gb", "state_bytes_per_card", 1 / GB),

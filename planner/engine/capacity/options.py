@@ -112,7 +112,8 @@ def _seam_default_reliability(
 
 def _mtbf_provenance(frame: pd.DataFrame, options: pd.DataFrame) -> None:
     """`mtbf_provenance` and `mtbf_basis` per option: the caller's (a pool's measured
-    failures), else entered, else the table default naming its site kind or generation."""
+    failures), else entered, else the table default naming its site kind or generation;
+    a caller's `mtbf_note` is appended to the basis."""
     _, table_basis = default_mtbf_card_h(
         frame["site_kind"].to_numpy(dtype=object),
         card_generation(frame["accelerator"].fillna("").to_numpy(dtype=object)),
@@ -123,6 +124,12 @@ def _mtbf_provenance(frame: pd.DataFrame, options: pd.DataFrame) -> None:
     for column, values in (("mtbf_provenance", provenance), ("mtbf_basis", basis)):
         given = options[column] if column in options.columns else None
         frame[column] = values if given is None else given.where(given.notna(), values)
+    # A caller's note (e.g. why measured failures were not used) follows the basis.
+    if "mtbf_note" in options.columns:
+        note = options["mtbf_note"]
+        frame["mtbf_basis"] = frame["mtbf_basis"].where(
+            note.isna(), frame["mtbf_basis"] + "; " + note.astype(str)
+        )
 
 
 OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
