@@ -144,3 +144,14 @@ def test_the_api_takes_and_validates_the_reporting_currency(client_for, fleet_ad
     bad = {**VALID, "name": "Bad", "reporting_currency": "XYZ"}
     response = client.post(SCHEDULES, bad, format="json")
     assert response.status_code == 400 and "reporting_currency" in response.json()
+
+
+def test_the_schedule_form_and_page_show_the_reporting_currency(client, fleet_admin):
+    client.force_login(fleet_admin)
+    form = client.get("/reports/schedules/new/").content.decode()
+    assert 'name="reporting_currency"' in form
+    schedule = make_schedule(reporting_currency="EUR")
+    page = client.get(f"/reports/schedules/{schedule.pk}/").content.decode()
+    assert "in EUR, converted with the dated exchange rates" in page
+    plain = make_schedule(name="Per currency")
+    assert "<dd>per currency</dd>" in client.get(f"/reports/schedules/{plain.pk}/").content.decode()
