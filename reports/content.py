@@ -284,9 +284,8 @@ def _period_figures(
         "idle_cost": fleet["idle_cost"],
         "lost_cost": fleet["lost_cost"],
         "lost_cost_by_factor": fleet["lost_cost_by_factor"],
-        "chargeback_cost": sum(row["chargeback_cost"] or 0.0 for row in chargeback["rows"])
-        if team is not None
-        else None,
+        "chargeback_cost": _charged(chargeback["rows"]) if team is not None else None,
+        "team": team,
         **hours,
     }
     raw = {
@@ -297,6 +296,12 @@ def _period_figures(
         "filters": filters,
     }
     return figures, raw
+
+
+def _charged(rows: list[dict]) -> float | None:
+    """Charged to a team: one sum within one currency; None without rows or across currencies."""
+    known = [row["chargeback_cost"] for row in rows if row["chargeback_cost"] is not None]
+    return sum(known) if known and len({row["currency"] for row in rows}) == 1 else None
 
 
 def _summary(current: dict, previous: dict) -> dict[str, Any]:
@@ -323,7 +328,7 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
         ("total_cost", "Total cost", False, "money"),
         ("idle_cost", "Cost of idle cards", False, "money"),
     ]
-    if current.get("chargeback_cost") is not None:
+    if current.get("team") is not None:
         figure_specs.append(("chargeback_cost", "Charged to the team", False, "money"))
     mixed = len(current["currencies"]) > 1
     figures = []

@@ -155,3 +155,29 @@ def test_the_schedule_form_and_page_show_the_reporting_currency(client, fleet_ad
     assert "in EUR, converted with the dated exchange rates" in page
     plain = make_schedule(name="Per currency")
     assert "<dd>per currency</dd>" in client.get(f"/reports/schedules/{plain.pk}/").content.decode()
+
+
+def test_a_team_on_two_currencies_is_charged_per_currency_or_in_one_converted_sum(request):
+    from accounting.models import UsageRecord
+    from tests.reports.conftest import MAR, _usage_rows
+
+    fleet = request.getfixturevalue("two_currencies")
+    beta, pool = fleet["beta"], fleet["pools"]["beta"]
+    a100 = pool.node_groups.get().accelerator
+    rows = _usage_rows(beta, pool, a100, "team-a", 2, 10, MAR, 31, "a-beta", "completed")
+    UsageRecord.objects.bulk_create(rows)
+    plain = content.build_numbers(make_schedule(scope="team", team="team-a"), MARCH)
+    teams = plain["chargeback"]["teams"]
+    assert sorted({row["currency"] for row in teams}) == ["EUR", "USD"]
+    charged = _figure(plain, "chargeback_cost")
+    assert charged["value"] is None and "EUR and USD" in charged["no_data_reason"]
+
+    _rates()
+    schedule = make_schedule(name="In USD", scope="team", team="team-a", reporting_currency="USD")
+    numbers = content.build_numbers(schedule, MARCH)
+    expected = sum(
+        row["chargeback_cost"] * (RATE if row["currency"] == "EUR" else 1.0) for row in teams
+    )
+    charged = _figure(numbers, "chargeback_cost")
+    assert charged["value"] == pytest.approx(expected, rel=1e-12)
+    assert charged["conversion"] == NOTE
