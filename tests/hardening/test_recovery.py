@@ -15,6 +15,13 @@ from planner.models import Analysis, AnalysisPart
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def fresh_heartbeats(settings, tmp_path):
+    """SQLite heartbeats are files named by job id, and ids are reused after each test's
+    rollback: a beat left by an earlier test must not make this test's job look alive."""
+    settings.FLEETWISE_HEARTBEAT_DIR = str(tmp_path / "heartbeats")
+
+
 @pytest.fixture
 def sent(monkeypatch):
     calls: list[tuple] = []

@@ -16,6 +16,14 @@ from core.jobs.status import JobStatus
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def fresh_heartbeats(settings, tmp_path):
+    """SQLite heartbeats are files named by job id, and ids are reused after each test's
+    rollback: a beat left by an earlier test must not make this test's job look alive."""
+    settings.FLEETWISE_HEARTBEAT_DIR = str(tmp_path / "heartbeats")
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
