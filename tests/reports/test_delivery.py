@@ -167,16 +167,16 @@ def test_worker_retries_a_refused_send_with_backoff_and_delivers_once(
         REPORTS_DELIVERY_RETRY_BASE_S=0.5,
     ):
         deliver_report.delay(report.pk)
-        seen = set()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             report.refresh_from_db()
-            seen.add(report.status)
             if report.status == ReportStatus.DELIVERED:
                 break
             time.sleep(0.05)
     assert report.status == ReportStatus.DELIVERED, report.error
-    assert ReportStatus.DELIVERY_FAILED in seen  # the refusal was recorded before the retry
+    # The server refused once and the refusal counted as an attempt. (The brief DELIVERY_FAILED
+    # state is not asserted: with full jitter the retry may start within one poll.)
+    assert handler.failures == 0
     assert report.delivery_attempts == 2
     assert len(handler.received) == 1
     received = message_from_bytes(handler.received[0])
