@@ -18,6 +18,7 @@ from planner.engine.limits import limit, range_error
 from planner.plans import DEFAULT_HISTORY_DAYS
 
 BILLION = 1e9
+MILLION = 1e6
 MAX_SIZES = 200  # as the API (MAX_LIST_ITEMS)
 
 # Plan input (section, key) → form field, so a service error shows next to its field.
@@ -29,6 +30,8 @@ ERROR_FIELDS = {
     ("workload", "precision"): "precision",
     ("workload", "seq_len"): "seq_len",
     ("workload", "global_batch_sequences"): "global_batch_sequences",
+    ("workload", "global_batch_tokens"): "global_batch_million_tokens",
+    ("workload", "max_batch_tokens"): "max_batch_million_tokens",
     ("workload", "zero_stage"): "zero_stage",
     ("workload", "parallelism"): "parallelism",
     ("workload", "tp_degree"): "tp_degree",
@@ -45,17 +48,18 @@ ERROR_FIELDS = {
 
 
 class WithinLimitInBillions:
-    """A form validator for a value entered in billions of the named limit's unit."""
+    """A form validator for a value entered in billions (or millions) of the named limit's
+    unit."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, scale: float = BILLION, word: str = "billion") -> None:
+        self.name, self.scale, self.word = name, scale, word
 
     def __call__(self, value: float) -> None:
-        if range_error(self.name, value * BILLION):
+        if range_error(self.name, value * self.scale):
             bound = limit(self.name)
             raise forms.ValidationError(
-                f"Must be a number from {bound.low / BILLION:g} to {bound.high / BILLION:g} "
-                f"billion {bound.unit}.",
+                f"Must be a number from {bound.low / self.scale:g} to {bound.high / self.scale:g} "
+                f"{self.word} {bound.unit}.",
                 code="out_of_range",
             )
 
@@ -112,6 +116,18 @@ class PlanForm(forms.Form):
         label="Global batch (sequences)",
         validators=[WithinLimit("global_batch_sequences")],
         initial=1536,
+    )
+    global_batch_million_tokens = forms.FloatField(
+        label="Global batch (million tokens)",
+        required=False,
+        validators=[WithinLimitInBillions("global_batch_tokens", MILLION, "million")],
+        help_text="Optional: the batch in tokens instead of sequences (Llama 3: 16).",
+    )
+    max_batch_million_tokens = forms.FloatField(
+        label="Let the batch grow up to (million tokens)",
+        required=False,
+        validators=[WithinLimitInBillions("global_batch_tokens", MILLION, "million")],
+        help_text="Optional: the batch grows with data parallelism up to this size.",
     )
     zero_stage = forms.TypedChoiceField(
         label="ZeRO stage", choices=[(s, str(s)) for s in range(4)], coerce=int, initial=1
@@ -201,6 +217,8 @@ class PlanForm(forms.Form):
         "precision",
         "seq_len",
         "global_batch_sequences",
+        "global_batch_million_tokens",
+        "max_batch_million_tokens",
         "zero_stage",
     )
     PARALLELISM_FIELDS = ("parallelism", "tp_degree", "pp_degree", "dp_degree")
@@ -258,6 +276,9 @@ class PlanForm(forms.Form):
             data.get(k) for k in ("tp_degree", "pp_degree", "dp_degree")
         ):
             self.add_error("tp_degree", "Give at least one degree, or let the planner choose.")
+        batch, cap = data.get("global_batch_million_tokens"), data.get("max_batch_million_tokens")
+        if batch and cap and cap < batch:
+            self.add_error("max_batch_million_tokens", "Must be at least the global batch.")
         accelerators = data.get("accelerators")
         if accelerators is not None and accelerators.exists():
             wanted = "deadline_days" if data.get("size_mode") == "deadline" else "cards"
@@ -284,6 +305,12 @@ class PlanForm(forms.Form):
             "global_batch_sequences": data["global_batch_sequences"],
             "zero_stage": data["zero_stage"],
         }
+        for field, key in (
+            ("global_batch_million_tokens", "global_batch_tokens"),
+            ("max_batch_million_tokens", "max_batch_tokens"),
+        ):
+            if data.get(field):
+                workload[key] = data[field] * MILLION
         if data["parallelism"] == "fixed":
             for key in ("tp_degree", "pp_degree", "dp_degree"):
                 if data.get(key):

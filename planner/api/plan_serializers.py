@@ -58,6 +58,18 @@ class WorkloadSerializer(serializers.Serializer):
     precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
     seq_len = bounded_int("seq_len", default=2048)
     global_batch_sequences = bounded_int("global_batch_sequences", default=1536)
+    global_batch_tokens = bounded_float(
+        "global_batch_tokens",
+        required=False,
+        allow_null=True,
+        help_text="The batch in tokens instead of sequences (wins over global_batch_sequences).",
+    )
+    max_batch_tokens = bounded_float(
+        "global_batch_tokens",
+        required=False,
+        allow_null=True,
+        help_text="Let the batch grow with data parallelism up to this many tokens.",
+    )
     micro_batch = bounded_int("micro_batch", default=1)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
     recompute = serializers.ChoiceField(
@@ -79,6 +91,11 @@ class WorkloadSerializer(serializers.Serializer):
         if any(shape) and not all(shape):
             raise serializers.ValidationError(
                 {"layers": "Give layers, hidden_size and attention_heads together, or none."}
+            )
+        batch, cap = attrs.get("global_batch_tokens"), attrs.get("max_batch_tokens")
+        if batch is not None and cap is not None and cap < batch:
+            raise serializers.ValidationError(
+                {"max_batch_tokens": "Must be at least global_batch_tokens."}
             )
         if attrs["micro_batch"] > attrs["global_batch_sequences"]:
             raise serializers.ValidationError(

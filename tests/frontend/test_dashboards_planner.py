@@ -170,6 +170,16 @@ def test_the_form_creates_a_plan_with_the_inputs_it_shows(
     assert plan.levers == [{"name": "colocation", "one_off_cost": 500000.0}]
 
 
+def test_the_form_takes_the_batch_in_tokens_and_its_growth_cap(client, planner, demo_fleet):
+    from planner.models import Plan
+
+    logged_in(client, planner)
+    data = _form_data(global_batch_million_tokens="4", max_batch_million_tokens="16")
+    assert client.post(PLANNER_URL, data).status_code == 302
+    workload = Plan.objects.get().workload
+    assert (workload["global_batch_tokens"], workload["max_batch_tokens"]) == (4e6, 16e6)
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
@@ -181,6 +191,12 @@ def test_the_form_creates_a_plan_with_the_inputs_it_shows(
         ({"accelerators": [], "pools": []}, "accelerators", "card models or existing pools"),
         ({"parallelism": "fixed"}, "tp_degree", "at least one degree"),
         ({"history_days": "-1"}, "history_days", "from 0 to 3650 days"),
+        (
+            {"global_batch_million_tokens": "8", "max_batch_million_tokens": "4"},
+            "max_batch_million_tokens",
+            "at least the global batch",
+        ),
+        ({"global_batch_million_tokens": "1e9"}, "global_batch_million_tokens", "million tokens"),
     ],
 )
 def test_form_errors_name_the_field(client, planner, demo_fleet, changes, field, message):
