@@ -104,6 +104,9 @@ def _waterfall(analysis: Analysis, key: str, row: dict) -> pd.DataFrame:
     results = analysis.results
     order = results.get("waterfall_order") or sel.WATERFALL_ORDER
     frame = sel.waterfall_frame(row, order, sel.scope_currency(results, key))
+    # Where telemetry replaced the model: marked on the MFU step (and in its download).
+    note = sel.telemetry_note(results, key)
+    frame["telemetry"] = [note if factor == "mfu" else "" for factor in frame["factor"]]
     frame.attrs["targets"] = _factor_targets(analysis, key, frame["factor"])
     return frame
 
@@ -145,7 +148,8 @@ def waterfall_figure(frame: pd.DataFrame) -> go.Figure:
     labels, text, hover = [], [], []
     for row in frame.itertuples(index=False):
         if row.measure == "relative":
-            labels.append(f"{row.step}<br>{_percent(row.factor_value_share)} · {row.provenance}")
+            label = f"{row.step}<br>{_percent(row.factor_value_share)} · {row.provenance}"
+            labels.append(label + (f"<br>{row.telemetry}" if getattr(row, "telemetry", "") else ""))
             money = _money_text(row.lost_money, currency)
             text.append(f"{_signed(row.pflop_days)} PFLOP-days" + (f"<br>{money}" if money else ""))
             hover.append(

@@ -147,6 +147,26 @@ def scope_row(results: dict, key: str) -> dict[str, Any]:
     raise UnknownScopeError(f"no {level} {raw_id} in this analysis")
 
 
+def scope_pools(results: dict, key: str) -> list[dict[str, Any]]:
+    """The stored pool rows inside one scope (all of them for the summary)."""
+    pools = results.get("pools", [])
+    if key in ("", SUMMARY):
+        return pools
+    level, _, raw_id = key.partition("-")
+    return [pool for pool in pools if raw_id.isdecimal() and pool.get(f"{level}_id") == int(raw_id)]
+
+
+def telemetry_note(results: dict, key: str) -> str:
+    """Where GPU telemetry replaced the modeled MFU in a scope: "" when nowhere."""
+    pools = scope_pools(results, key)
+    measured = [p for p in pools if p.get("mfu_basis") == "telemetry_proxy"]
+    if not measured:
+        return ""
+    if len(measured) == len(pools):
+        return "MFU from GPU telemetry"
+    return f"MFU from GPU telemetry in {len(measured)} of {len(pools)} pools"
+
+
 def scope_currency(results: dict, key: str) -> str | None:
     """The currency of a scope's money figures; None when its pools use several."""
     if key in ("", SUMMARY):

@@ -180,5 +180,9 @@ def test_the_analysis_page_shows_why_telemetry_was_used_or_not(client, viewer, c
     summary = client.get(f"/analyses/{analysis.pk}/").content.decode()
     assert "<strong>GPU telemetry, pool train:</strong> MFU: DCGM telemetry covers 100%" in summary
     assert "GPU telemetry, pool serve" not in summary  # nothing to say about it
+    # The waterfall marks where telemetry replaced the modeled MFU (one of the two pools).
+    assert "MFU from GPU telemetry in 1 of 2 pools" in summary
+    assert "MFU from GPU telemetry</span>" in html  # the pool scope: its only pool
     fleet = client.get("/").content.decode()
+    assert "MFU from GPU telemetry in 1 of 2 pools" in fleet
     assert "<strong>GPU telemetry, pool train:</strong> MFU: DCGM telemetry covers 100%" in fleet
