@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
 
 from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
+from inventory.models import Cluster
 from planner.engine.coverage import (
     MIN_COVERED_SHARE,
     WINDOW_COLUMNS,
@@ -27,19 +28,31 @@ from planner.engine.coverage import (
 COVERAGE_COLUMNS = ("coverage_share", "coverage_text", "utilization_reason")
 
 
+def _record_edge(order: str) -> Subquery:
+    """A cluster's first or last record time, read from the (cluster, time) index: one seek
+    per cluster instead of a scan of every record (the pages' coldest query)."""
+    field = order.lstrip("-")
+    records = UsageRecord.objects.filter(cluster_id=OuterRef("pk"), **{f"{field}__isnull": False})
+    return Subquery(records.order_by(order).values(field)[:1])
+
+
 def usage_spans(cluster_ids: Sequence[int] | None) -> pd.DataFrame:
     """Per cluster: ``first`` record start or sreport start, ``last`` end (start if running)."""
-    records = UsageRecord.objects.all()
+    clusters = Cluster.objects.all()
     reports = SreportUtilization.objects.all()
     if cluster_ids is not None:
-        records = records.filter(cluster_id__in=cluster_ids)
+        clusters = clusters.filter(pk__in=cluster_ids)
         reports = reports.filter(cluster_id__in=cluster_ids)
     rows: list[dict] = []
-    for row in records.values("cluster_id").annotate(
-        first=Min("start"), last_start=Max("start"), last_end=Max("end")
-    ):
+    for row in clusters.annotate(
+        first=_record_edge("start"),
+        last_start=_record_edge("-start"),
+        last_end=_record_edge("-end"),
+    ).values("pk", "first", "last_start", "last_end"):
+        if row["first"] is None:
+            continue  # no usage records
         last = max(t for t in (row["last_start"], row["last_end"]) if t is not None)
-        rows.append({"cluster": row["cluster_id"], "first": row["first"], "last": last})
+        rows.append({"cluster": row["pk"], "first": row["first"], "last": last})
     # An sreport stretches a window of usage records; alone it has no jobs to measure.
     with_records = {row["cluster"] for row in rows}
     for row in reports.values("cluster_id").annotate(
