@@ -212,3 +212,20 @@ def test_partial_coverage_gives_one_utilization_on_every_surface(
     numbers = _report_numbers()
     assert numbers["summary"]["factors"][-1]["value"] == pytest.approx(expected)
     assert numbers["summary"]["factors"][-1]["name"] == "utilization"
+
+
+def test_usage_table_without_sreport_shows_downtime_as_unknown_not_zero(client, viewer, demo_fleet):
+    from accounting.models import SreportUtilization
+    from accounting.rollups import refresh_usage_rollups
+    from tests.frontend import usage_data
+
+    usage_data.load_usage(count=20)
+    SreportUtilization.objects.all().delete()  # job records only, no sreport report
+    refresh_usage_rollups()
+    client.force_login(viewer)
+    html = client.get("/usage/", {"start": "2024-06-01", "end": "2024-09-01"}).content.decode()
+    assert "Down and planned down are unknown" in html
+    rows = html.split('class="dashboard-table"')[1].split("</tbody>")[0]
+    # Each cluster row: allocated, idle, then Down and planned down as "—".
+    unknown = rows.count('<td class="num">—</td><td class="num">—</td>')
+    assert unknown == rows.count('<tr><th scope="row">') == 3
