@@ -108,12 +108,15 @@ def coverage_notes(
         name = rows["cluster_name"].iloc[0] if "cluster_name" in rows else cluster_id
         if coverage.covered_card_h <= 0:
             notes.append(
-                f"No usage data for cluster {name} in this period: its utilization, costs "
-                "and losses are shown as no data, not as zero."
+                f"No usage data for cluster {name} in this period: its utilization, idle "
+                "cost and losses are shown as no data, not as zero; its cost is priced from "
+                "the inventory at the planned utilization and not charged to teams."
             )
         else:
             notes.append(
-                f"Cluster {name}: {coverage.text()}; its figures are over the covered days only."
+                f"Cluster {name}: {coverage.text()}; its utilization, idle cost and losses "
+                "are over the covered days only; the cost of the other days is not charged "
+                "to teams."
             )
     return sorted(notes)
 

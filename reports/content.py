@@ -49,6 +49,7 @@ COST_COLUMNS = (
     "energy_cost",
     "idle_cost",
     "lost_cost",
+    "uncovered_cost",
     "cost_per_allocated_card_hour",
     "cost_per_effective_pflop_day",
     "effective_utilization",
@@ -149,12 +150,13 @@ def _scope(
 
 
 def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
-    """One fleet figure from per-currency totals: factors weighted by peak PFLOP-days."""
-    weight = sum(row["peak_pflop_days"] or 0.0 for row in totals)
+    """One fleet figure from per-currency totals: factors weighted by the peak PFLOP-days of
+    the hours usage records cover (the others have no factors: no data, not zero)."""
+    weight = sum(row.get("covered_peak_pflop_days") or 0.0 for row in totals)
     factors: dict[str, float | None] = {}
     for name in FACTOR_NAMES:
         parts = [
-            (row["factors"].get(name), row["peak_pflop_days"] or 0.0)
+            (row["factors"].get(name), row.get("covered_peak_pflop_days") or 0.0)
             for row in totals
             if row["factors"].get(name) is not None
         ]
@@ -163,21 +165,29 @@ def _weighted_totals(totals: list[dict]) -> dict[str, Any]:
             if parts and sum(w for _, w in parts) > 0
             else None
         )
-    effective = sum(row["effective_pflop_days"] or 0.0 for row in totals)
+    effective = _known_sum(row.get("effective_pflop_days") for row in totals)
     currencies = sorted({row["currency"] for row in totals})
     single = currencies[0] if len(currencies) == 1 else None
     total_of = {
-        name: sum(row[name] or 0.0 for row in totals) if single else None
+        name: _known_sum(row.get(name) for row in totals) if single else None
         for name in ("total_cost", "idle_cost", "lost_cost")
     }
     return {
-        "effective_utilization": effective / weight if weight > 0 else None,
+        "effective_utilization": effective / weight
+        if effective is not None and weight > 0
+        else None,
         "factors": factors,
         "currency": single,
         "currencies": currencies,
         "lost_cost_by_factor": _lost_by_factor(totals) if single else {},
         **total_of,
     }
+
+
+def _known_sum(values) -> float | None:
+    """The sum of the known values; None when none is known (no data is not 0)."""
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
 
 
 def _lost_by_factor(totals: list[dict]) -> dict[str, float | None]:

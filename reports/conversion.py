@@ -22,6 +22,7 @@ ROW_MONEY = (
     "energy_cost",
     "idle_cost",
     "lost_cost",
+    "uncovered_cost",
     "cost_per_allocated_card_hour",
     "cost_per_effective_pflop_day",
     "used_cost",

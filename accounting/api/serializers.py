@@ -500,6 +500,14 @@ class CostFiguresSerializer(serializers.Serializer):
     cost_per_allocated_card_hour = _float()
     cost_per_effective_pflop_day = _float()
     lost_cost = _float(help_text="Money lost to the five factors together.")
+    uncovered_card_hours = _float(
+        help_text="In-service card-hours outside the usage records' coverage (no data)."
+    )
+    uncovered_cost = _float(
+        help_text="What those hours cost (in total_cost, never charged to a team); ratios, "
+        "idle and lost money are over the covered hours only."
+    )
+    covered_peak_pflop_days = _float(help_text="Peak PFLOP-days of the covered hours.")
     lost_cost_by_factor = FactorValuesSerializer(help_text="Split in proportion to −ln(factor).")
     factors = FactorValuesSerializer(help_text="Peak-FLOP card-hour weighted factors.")
     factor_provenance = FactorProvenanceSerializer()

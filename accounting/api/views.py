@@ -337,7 +337,14 @@ class UtilizationReportView(ReportView):
 class CostReportView(ReportView):
     query_serializer = CostQuerySerializer
     report_serializer = CostReportSerializer
-    money_keys = ("total_cost", "compute_cost", "energy_cost", "idle_cost", "lost_cost")
+    money_keys = (
+        "total_cost",
+        "compute_cost",
+        "energy_cost",
+        "idle_cost",
+        "lost_cost",
+        "uncovered_cost",
+    )
     compute = staticmethod(selectors.cost_report)
 
     @extend_schema(parameters=[CostQuerySerializer], responses=CostReportSerializer)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from accounting.selectors.costs import PoolCosts, pool_costs
 from accounting.selectors.frames import NO_ACCOUNT, AccountingQueryError, AccountingScope
+from accounting.selectors.uncovered import UNCOVERED_TEAM
 from core.frames import json_rows, json_value
 from planner.engine.cost import (
     IDLE_RULES,
@@ -63,7 +64,9 @@ def _team_usage(
     usage = costs.usage
     team_usage = allocated_by_bucket(usage, costs.edges, ["pool", "account"])
     team_usage["pool"] = team_usage["pool"].astype("int64")
-    unit_of = units.set_index(["pool_id", "bucket_start"])["unit"]
+    # Teams are charged on priced hours their records cover (the rest: warnings, own rows).
+    chargeable = units["covered"] & units["total_cost"].notna()
+    unit_of = units[chargeable].set_index(["pool_id", "bucket_start"])["unit"]
     bucket_starts = costs.edges.tz_convert(scope.tz)[:-1]
     keys = pd.MultiIndex.from_arrays(
         [team_usage["pool"], bucket_starts[team_usage["_bucket"].to_numpy()]]
@@ -93,12 +96,13 @@ def _charged_rows(
     bill_keys = ["currency", "bucket_start"]
     charged = chargeback(
         team_usage[["unit", "account", "used_card_hours"]],
-        pool_rows,
+        pool_rows[(units["covered"] & units["total_cost"].notna()).to_numpy()],
         pool_keys=("unit",),
         team_column="account",
         idle_rule=scope.idle_rule,  # type: ignore[arg-type]
         scope_keys=bill_keys,
     )
+    charged = pd.concat([charged, _uncovered_rows(units, bill_keys)], ignore_index=True)
     bills = pool_rows.groupby(bill_keys, sort=True).agg(
         bucket_end=("bucket_end", "first"), total_cost=("total_cost", "sum")
     )
@@ -129,3 +133,21 @@ def _charged_rows(
         for (currency, bucket_start), bill in bills.iterrows()
     ]
     return rows, totals
+
+
+def _uncovered_rows(units: pd.DataFrame, bill_keys: list[str]) -> pd.DataFrame:
+    """Per bill, the money of hours without usage records: not charged to any team."""
+    uncovered = units[~units["covered"] & units["total_cost"].notna()]
+    if uncovered.empty:
+        return pd.DataFrame()
+    rows = uncovered.groupby(bill_keys, sort=True)["total_cost"].sum().reset_index()
+    return pd.DataFrame(
+        {
+            **{key: rows[key] for key in bill_keys},
+            "account": UNCOVERED_TEAM,
+            "used_card_hours": 0.0,
+            "used_cost": 0.0,
+            "idle_cost_share": 0.0,
+            "chargeback_cost": rows["total_cost"],
+        }
+    )

@@ -22,9 +22,10 @@ from accounting.selectors.measured import (
     measured_group_mfu,
     measured_pool_inputs,
 )
+from accounting.selectors.uncovered import with_uncovered_hours
 from core.frames import json_rows
-from inventory.frames import node_group_frame, pool_frame, price_pools
-from inventory.models import AcceleratorModel
+from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
+from inventory.models import AcceleratorModel, Cluster
 from inventory.validity import invalid_clusters
 from planner.engine.cost import (
     cost_per_effective_pflop_day,
@@ -74,10 +75,31 @@ def pool_costs(
         usage, inventory, inputs.downtime, edges, scope.granularity, scope.tz
     )
     measured = measured[measured["in_service_card_hours"] > 0].reset_index(drop=True)
+    uncut = inputs.uncut_inventory
+    if uncut is not None:  # same clusters as the costed inventory (invalid ones left out)
+        uncut = uncut[uncut["cluster"].isin(inventory["cluster"].unique())]
+    measured = with_uncovered_hours(
+        measured, uncut, usage, edges, scope.granularity, scope.tz
+    ).reset_index(drop=True)
     if measured.empty:
         return empty
     units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured)
-    return PoolCosts(_priced_units(units, groups, evaluated, warnings), edges, usage, warnings)
+    priced = _priced_units(units, groups, evaluated, warnings)
+    warnings.extend(_unpriced_notes(priced))
+    return PoolCosts(priced, edges, usage, warnings)
+
+
+def _unpriced_notes(priced: pd.DataFrame) -> list[str]:
+    """One sentence per cluster without any price (its money is no data, never 0)."""
+    ids = priced.loc[priced["cost_basis"] == "none", "cluster_id"].unique().tolist()
+    if not ids:
+        return []
+    names = Cluster.objects.filter(pk__in=[int(i) for i in ids]).values_list("name", flat=True)
+    return [
+        f"{unpriced_reason(name).capitalize()}; it is left out of the totals and charged to "
+        "no team."
+        for name in sorted(names)
+    ]
 
 
 def _costed_inventory_and_usage(
@@ -118,6 +140,10 @@ def _evaluated_units(
     units = measured.merge(pools, left_on="pool", right_on="pool_id", how="inner")
     units["unit"] = np.arange(len(units))
     units["duration_h"] = units["bucket_hours"]
+    if "fill_utilization" in units:  # hours without records: the analyses' utilization
+        units["utilization_planned"] = units["fill_utilization"].fillna(
+            units["utilization_planned"].astype("float64")
+        )
     cards_of_pool = (
         groups.assign(cards=groups["nodes"] * groups["cards_per_node"])
         .groupby("pool_id")["cards"]
@@ -155,9 +181,17 @@ _UNIT_COLUMNS: tuple[str, ...] = (
 def _priced_units(
     units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
 ) -> pd.DataFrame:
-    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor."""
+    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor.
+
+    Units of hours without usage records (``covered`` false) are priced at the engine's
+    utilization, and carry no measured figure: allocated, idle, factors and losses are NaN.
+    """
+    covered = units["covered"].astype(bool)
     in_service = units["in_service_card_hours"]
-    allocated = units["allocated_card_hours"]
+    of_unit = units["unit"]
+    allocated = units["allocated_card_hours"].where(
+        covered, in_service * of_unit.map(evaluated["utilization"])
+    )
     over = allocated > in_service * (1 + 1e-9)
     if over.any():
         warnings.append(
@@ -170,10 +204,9 @@ def _priced_units(
         groups,
         card_hours=card_hours,
         allocated_card_hours=allocated,
-        pue=units["unit"].map(evaluated["pue"]),
-        effective_utilization=units["unit"].map(evaluated["product"]),
+        pue=of_unit.map(evaluated["pue"]),
+        effective_utilization=of_unit.map(evaluated["product"]),
     )
-    of_unit = units["unit"]
     lost_share = of_unit.map(evaluated["lost_share"])
     shares = pd.DataFrame(
         {
@@ -191,7 +224,7 @@ def _priced_units(
         f"{name}_provenance": of_unit.map(evaluated[f"{name}_provenance"]).astype(str)
         for name in FACTOR_NAMES
     }
-    return pd.concat(
+    priced = pd.concat(
         [
             units[list(_UNIT_COLUMNS)],
             pd.DataFrame({"card_hours": card_hours, "allocated_card_hours": allocated}),
@@ -202,6 +235,33 @@ def _priced_units(
         ],
         axis=1,
     )
+    return _without_measured_figures(priced, covered)
+
+
+# What only usage records can tell: no data on the hours they do not cover.
+_RECORDS_ONLY_COLUMNS: tuple[str, ...] = (
+    "allocated_card_hours",
+    "idle_cost",
+    "cost_per_allocated_card_hour",
+    "effective_pflop_days",
+    "cost_per_effective_pflop_day",
+    "lost_cost",
+    *(f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES),
+    *FACTOR_NAMES,
+)
+
+
+def _without_measured_figures(priced: pd.DataFrame, covered: pd.Series) -> pd.DataFrame:
+    """Blank the record-only figures of uncovered units; say what they cost apart."""
+    priced["covered"] = covered
+    priced["uncovered_card_hours"] = priced["card_hours"].where(~covered, 0.0)
+    priced["uncovered_cost"] = priced["total_cost"].where(~covered, 0.0)
+    if covered.all():
+        return priced
+    priced.loc[~covered, list(_RECORDS_ONLY_COLUMNS)] = np.nan
+    for name in FACTOR_NAMES:
+        priced.loc[~covered, f"{name}_provenance"] = "no data"
+    return priced
 
 
 SUMMED_COST_COLUMNS: tuple[str, ...] = (
@@ -221,6 +281,8 @@ SUMMED_COST_COLUMNS: tuple[str, ...] = (
     "effective_pflop_days",
     "lost_cost",
     *(f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES),
+    "uncovered_card_hours",
+    "uncovered_cost",
 )
 
 
@@ -229,15 +291,18 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
     Factors are aggregated card-hour-weighted by peak FLOPs (weight = peak PFLOP-days;
     docs/efficiency-model.md, Aggregation), each with the provenance that carries most of
-    the weight.
+    the weight. Ratios are over the hours usage records cover (``uncovered_cost`` is the
+    money of the others); a group without any covered hour has no factors (NaN, "no data").
     """
     grouped = units.groupby(keys, dropna=False, sort=True)
-    summed = grouped[list(SUMMED_COST_COLUMNS)].sum()
-    weight = units["peak_pflop_days"]
-    total_weight = summed["peak_pflop_days"].where(summed["peak_pflop_days"] > 0)
+    # min_count: a sum of no data is no data, not 0.
+    summed = grouped[list(SUMMED_COST_COLUMNS)].sum(min_count=1)
+    weight = units["peak_pflop_days"].where(units["covered"], 0.0)
+    by = [units[k] for k in keys]
+    covered_peak = weight.groupby(by, sort=True).sum().reindex(summed.index)
+    total_weight = covered_peak.where(covered_peak > 0)
     factors: dict[str, pd.Series] = {}
     provenance: dict[str, pd.Series] = {}
-    by = [units[k] for k in keys]
     # One grouped sum for the five factors (a pivot table per factor costs ~5 ms each).
     weighted = units[list(FACTOR_NAMES)].mul(weight, axis=0).groupby(by, sort=True).sum()
     for name in FACTOR_NAMES:
@@ -247,14 +312,17 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             .sum()
             .unstack(fill_value=0.0)
         )
-        provenance[name] = table.fillna(0.0).idxmax(axis=1).reindex(summed.index)
+        chosen = table.fillna(0.0).idxmax(axis=1).reindex(summed.index)
+        provenance[name] = chosen.where(factors[name].notna(), "no data")
     summed = summed.reset_index()
     allocated = summed["allocated_card_hours"]
     effective = summed["effective_pflop_days"]
-    summed["cost_per_allocated_card_hour"] = summed["total_cost"] / allocated.where(allocated > 0)
-    peak = summed["peak_pflop_days"]
+    covered_cost = summed["total_cost"] - summed["uncovered_cost"]
+    summed["cost_per_allocated_card_hour"] = covered_cost / allocated.where(allocated > 0)
+    peak = pd.Series(covered_peak.to_numpy(), index=summed.index)
+    summed["covered_peak_pflop_days"] = peak
     summed["cost_per_effective_pflop_day"] = cost_per_effective_pflop_day(
-        summed["total_cost"], effective, peak
+        covered_cost, effective, peak
     )
     summed["effective_utilization"] = effective / peak.where(peak > 0)
     lost_columns = [f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES]

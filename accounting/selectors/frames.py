@@ -265,13 +265,16 @@ class ScopeInputs:
 
     ``inventory`` has hours in service only inside each cluster's covered window (hours
     outside it are no data, not idle: `planner.engine.coverage`); ``notes`` say which
-    clusters that left out (from the uncut inventory).
+    clusters that left out (from the uncut inventory). ``uncut_inventory`` is that uncut
+    inventory when some cluster is not fully covered (None otherwise): its other hours still
+    cost money (`accounting.selectors.uncovered`).
     """
 
     inventory: pd.DataFrame
     downtime: pd.DataFrame
     site_of_cluster: dict[int, int] | None = None  # read on first use
     notes: list[str] = field(default_factory=list)
+    uncut_inventory: pd.DataFrame | None = None
 
     def sites(self) -> dict[int, int]:
         if self.site_of_cluster is None:
@@ -282,10 +285,12 @@ class ScopeInputs:
 def scope_inputs(scope: AccountingScope) -> ScopeInputs:
     inventory = inventory_frame(scope.cluster_ids, scope.accelerator_id)
     windows = coverage_windows(scope.cluster_ids, scope.period_start, scope.period_end)
+    notes = coverage_notes(inventory, windows, scope.period_start, scope.period_end)
     return ScopeInputs(
         clip_inventory(inventory, windows) if len(inventory) else inventory,
         downtime_frame(scope.cluster_ids, scope.period_start, scope.period_end),
-        notes=coverage_notes(inventory, windows, scope.period_start, scope.period_end),
+        notes=notes,
+        uncut_inventory=inventory if notes else None,
     )
 
 

@@ -268,16 +268,19 @@ def cost_per_pflop_day(view: View) -> pd.DataFrame:
     if units.empty:
         return units
     keys = ["cluster", "currency", "bucket_start"]
-    summed = ["total_cost", "effective_pflop_days", "peak_pflop_days"]
-    per_cluster = units.groupby(keys, as_index=False, sort=True)[summed].sum()
+    # Over the hours usage records cover: the others have no effective compute (no data).
+    summed = ["total_cost", "uncovered_cost", "effective_pflop_days", "covered_peak_pflop_days"]
+    per_cluster = units.groupby(keys, as_index=False, sort=True)[summed].sum(min_count=1)
     fleet = (
         units.groupby(["currency", "bucket_start"], as_index=False, sort=True)[summed]
-        .sum()
+        .sum(min_count=1)
         .assign(cluster=ALL_CLUSTERS)
     )
     frame = pd.concat([per_cluster, fleet], ignore_index=True)
     frame["cost_per_effective_pflop_day"] = cost_per_effective_pflop_day(
-        frame["total_cost"], frame["effective_pflop_days"], frame["peak_pflop_days"]
+        frame["total_cost"] - frame["uncovered_cost"],
+        frame["effective_pflop_days"],
+        frame["covered_peak_pflop_days"],
     )
     return frame[
         [

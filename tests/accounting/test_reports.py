@@ -12,6 +12,7 @@ import math
 import pytest
 
 from accounting import selectors
+from accounting.selectors.uncovered import UNCOVERED_TEAM
 from planner.engine.cost import UNALLOCATED_IDLE_TEAM
 from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
 
@@ -95,7 +96,8 @@ def test_utilization_by_team_pool_and_accelerator_and_per_day(alpha, import_text
     # The second day is after the last record: no data (no row), never 0 % utilization.
     assert [row["allocated_card_hours"] for row in days] == [112]
     assert selectors.utilization_report(two_days)["coverage_notes"] == [
-        "Cluster alpha: usage covers 1 of 2 days; its figures are over the covered days only."
+        "Cluster alpha: usage covers 1 of 2 days; its utilization, idle cost and losses are "
+        "over the covered days only; the cost of the other days is not charged to teams."
     ]
 
     one_team = selectors.utilization_report(scope(team="team-b"))["rows"]
@@ -173,9 +175,14 @@ def test_chargeback_per_day_reconciles_each_bucket(alpha, import_text):
         DAY_START, DAY_END + dt.timedelta(days=1), "day", idle_rule="even"
     )
     report = selectors.chargeback_report(two_days)
-    # The second day is after the last record: no usage data, so no bill is invented for it.
-    assert len(report["totals"]) == 1
+    # The second day is after the last record: its cards still cost money, but without
+    # usage data none of it is charged to a team (one "no usage records" row), never 0.
+    assert len(report["totals"]) == 2
     assert report["warnings"][0].startswith("Cluster alpha: usage covers 1 of 2 days")
+    second = [r for r in report["rows"] if r["bucket_start"] == report["totals"][1]["bucket_start"]]
+    assert [row["team"] for row in second] == [UNCOVERED_TEAM]
+    assert second[0]["chargeback_cost"] == pytest.approx(report["totals"][1]["total_cost"])
+    assert report["totals"][0]["total_cost"] == pytest.approx(TOTAL_COST)
     for total in report["totals"]:
         charged = sum(
             row["chargeback_cost"]

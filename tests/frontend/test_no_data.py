@@ -13,6 +13,7 @@ import re
 import pytest
 
 from accounting.models import UsageRecord
+from accounting.selectors.uncovered import UNCOVERED_TEAM
 from planner import services
 from reports import content, periods
 from reports import services as report_services
@@ -137,20 +138,40 @@ def test_usage_and_costs_pages_say_no_data(cluster, client, viewer):
     for url in ("/usage/", "/costs/"):
         page = _text(client.get(url, QUERY))
         assert NO_DATA_NOTE in page
-        assert "No data for this selection yet." in page
+        if url == "/usage/":
+            assert "No data for this selection yet." in page
         # Figures only: scripts and the filter choices (an idle rule is called "none") aside.
         body = re.sub(r"<(script|select).*?</\1>", "", page.split("<main", 1)[-1], flags=re.S)
         assert not INVENTED.search(body)
 
 
-def test_api_has_no_rows_and_names_the_cluster(cluster, client, viewer):
+def test_api_prices_the_cards_but_measures_nothing_without_usage(
+    cluster, client, viewer, django_capture_on_commit_callbacks
+):
+    # The cards cost money whether or not usage was imported: Costs prices them as the
+    # analysis does, but every figure that needs records is no data (null), never 0.
+    analysis_cost = _analysis(django_capture_on_commit_callbacks).results["pools"][0]
     client.force_login(viewer)
     utilization = client.get("/api/v1/accounting/utilization/", QUERY).json()
     assert utilization["rows"] == []
     assert utilization["coverage_notes"][0].startswith(NO_DATA_NOTE)
-    costs = client.get("/api/v1/accounting/costs/", QUERY).json()
-    assert costs["rows"] == [] and costs["totals"] == []
+    costs = client.get("/api/v1/accounting/costs/", {**QUERY, "granularity": "total"}).json()
     assert costs["warnings"][0].startswith(NO_DATA_NOTE)
+    [total] = costs["totals"]
+    assert total["total_cost"] == pytest.approx(analysis_cost["total_cost"], rel=1e-9)
+    assert total["uncovered_cost"] == pytest.approx(total["total_cost"], rel=1e-12)
+    for name in (
+        "allocated_card_hours",
+        "idle_cost",
+        "lost_cost",
+        "effective_pflop_days",
+        "effective_utilization",
+        "cost_per_effective_pflop_day",
+        "cost_per_allocated_card_hour",
+    ):
+        assert total[name] is None, name
+    assert set(total["factors"].values()) == {None}
+    assert set(total["factor_provenance"].values()) == {"no data"}
 
 
 def test_report_without_usage_has_no_figures_and_no_advice(cluster):
@@ -158,7 +179,8 @@ def test_report_without_usage_has_no_figures_and_no_advice(cluster):
     assert numbers["recommendations"] == []
     assert numbers["summary"]["effective_utilization"] is None
     figures = {row["name"]: row["value"] for row in numbers["summary"]["figures"]}
-    assert figures["idle_card_hours"] is None and figures["total_cost"] is None
+    assert figures["idle_card_hours"] is None and figures["idle_cost"] is None
+    assert figures["total_cost"] > 0  # what the cards cost: priced from the inventory
     assert numbers["idle"]["idle_card_hours"] is None
     assert any(warning.startswith(NO_DATA_NOTE) for warning in numbers["warnings"])
 
@@ -212,6 +234,30 @@ def test_partial_coverage_gives_one_utilization_on_every_surface(
     numbers = _report_numbers()
     assert numbers["summary"]["factors"][-1]["value"] == pytest.approx(expected)
     assert numbers["summary"]["factors"][-1]["name"] == "utilization"
+
+
+def test_partial_coverage_prices_the_whole_period_on_every_surface(
+    cluster, client, viewer, django_capture_on_commit_callbacks
+):
+    # 20 of 30 days covered: the cards of the 10 others cost money too. The analysis, the
+    # cost API, the chargeback and a report agree on the period's cost; the uncovered third
+    # is priced at the measured utilization and charged to no team.
+    _jobs(cluster, 20)
+    analysis_cost = _analysis(django_capture_on_commit_callbacks).results["pools"][0]["total_cost"]
+    client.force_login(viewer)
+    query = {**QUERY, "granularity": "total"}
+    [costs] = client.get("/api/v1/accounting/costs/", query).json()["totals"]
+    assert costs["total_cost"] == pytest.approx(analysis_cost, rel=1e-9)
+    assert costs["uncovered_card_hours"] == pytest.approx(16 * 24 * 10)
+    assert costs["card_hours"] == pytest.approx(16 * 24 * 30)
+    assert 0 < costs["uncovered_cost"] < costs["total_cost"]
+    assert costs["allocated_card_hours"] == pytest.approx(96 * 20)  # measured only
+    chargeback = client.get("/api/v1/accounting/chargeback/", query).json()
+    charged = {row["team"]: row["chargeback_cost"] for row in chargeback["rows"]}
+    assert charged[UNCOVERED_TEAM] == pytest.approx(costs["uncovered_cost"])
+    assert sum(charged.values()) == pytest.approx(analysis_cost, rel=1e-9)
+    figures = {row["name"]: row["value"] for row in _report_numbers()["summary"]["figures"]}
+    assert figures["total_cost"] == pytest.approx(analysis_cost, rel=1e-9)
 
 
 def test_usage_table_without_sreport_shows_downtime_as_unknown_not_zero(client, viewer, demo_fleet):
