@@ -201,6 +201,14 @@ def card_profile(groups: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def unpriced_reason(cluster: str) -> str:
+    """Why a cluster's money is no data: the cost model has no price for its cards."""
+    return (
+        f"cluster {cluster} has no capital cost or rental price: its ownership cost is unknown, "
+        "so its total cost, idle and lost money are no data (energy is priced)"
+    )
+
+
 def price_pools(
     units: pd.DataFrame,
     groups: pd.DataFrame,

@@ -13,7 +13,7 @@ import pandas as pd
 from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
 from accounting.selectors import apply_measured_usage
 from core.frames import json_rows, json_value
-from inventory.frames import node_group_frame, pool_frame, price_pools
+from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
 from inventory.validity import invalid_clusters
 from planner.engine.aggregate import aggregate_factors
 from planner.engine.defaults import DEFAULTS
@@ -82,6 +82,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
         ]
     )
     result["cost_per_card_h"] = cost_per_card_h
+    result["cost_reason"] = unpriced_reasons(costs["cost_basis"], result["cluster"])
     result["factor_note"] = np.where(result["purpose"] == "inference", INFERENCE_NOTE, "")
     result["card_mix"] = [
         {name: int(count) for name, count in mix.loc[pool_id].items()} for pool_id in result.index
@@ -114,6 +115,19 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
     if groups.empty:
         return [], inputs
     return json_rows(evaluate_frames(pools, groups), index=True), inputs
+
+
+def unpriced_reasons(cost_basis: pd.Series, cluster: pd.Series) -> pd.Series:
+    """Why a pool has no total cost (None where it is priced)."""
+    unpriced = cost_basis.reindex(cluster.index) == "none"
+    return pd.Series(
+        [
+            unpriced_reason(name) if flag else None
+            for name, flag in zip(cluster, unpriced, strict=True)
+        ],
+        index=cluster.index,
+        dtype=object,
+    )
 
 
 INFERENCE_NOTE = (
@@ -171,7 +185,9 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
     summary = json_rows(aggregate_factors(frame, None), index=True)[0]
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
     summary["coverage"] = scope_coverage_summary(frame)
-    summary["notes"] = inference_notes(frame)
+    summary["notes"] = inference_notes(frame) + sorted(
+        set(frame.get("cost_reason", pd.Series(dtype=object)).dropna())
+    )
     summary["total_cost"] = json_value(frame["total_cost"].sum(min_count=1))
     # Money is never added across currencies: per currency, and no mixed total.
     summary["money_by_currency"] = money_by_currency(frame)

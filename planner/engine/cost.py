@@ -155,7 +155,8 @@ def _measured_it_scale(
 def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER) -> pd.DataFrame:
     """Energy, CO₂ and money per row (columns :data:`ENERGY_AND_COST_COLUMNS`, same index).
 
-    ``cost_basis`` is ``rental``, ``ownership`` or ``none`` (no price given: compute cost 0).
+    ``cost_basis`` is ``rental``, ``ownership`` or ``none`` (no price given: the ownership
+    cost is unknown, so compute, idle and total cost are NaN; energy is still priced).
     ``idle_cost`` is what the idle card-hours cost (ownership + idle energy); the rest of
     ``total_cost`` is ``used_cost_per_card_hour × allocated_card_hours``.
     """
@@ -202,7 +203,8 @@ def energy_and_cost(pools: pd.DataFrame, power: PowerAssumptions = DEFAULT_POWER
     owned_rate = owned_rate + opex / HOURS_PER_YEAR
     is_rental = rental.notna()
     has_ownership = capital.notna() | (opex > 0)
-    ownership_rate = rental.where(is_rental, owned_rate.where(has_ownership, 0.0))
+    # No price at all: the ownership cost is unknown (NaN), never free.
+    ownership_rate = rental.where(is_rental, owned_rate.where(has_ownership, np.nan))
     cost_basis = pd.Series(
         np.where(is_rental, "rental", np.where(has_ownership, "ownership", "none")),
         index=index,
