@@ -40,6 +40,20 @@ def mtbf_from_interruptions(interruptions: ArrayLike, period_h: ArrayLike) -> np
     return np.asarray(period_h, dtype=float) / np.asarray(interruptions, dtype=float)
 
 
+# Fewer card-hours of jobs than this say too little about a pool's failure rate to replace
+# the default; zero failures give only a lower bound (exposure ÷ 1), never used either.
+MIN_FAILURE_EXPOSURE_CARD_H = 10_000.0
+
+
+def failures_count(failures: ArrayLike, exposure_card_h: ArrayLike) -> np.ndarray:
+    """Where observed failures are enough to measure the MTBF: at least one failure over at
+    least :data:`MIN_FAILURE_EXPOSURE_CARD_H` card-hours (the plans' rule as well)."""
+    failures_arr = np.asarray(failures, dtype=float)
+    exposure = np.asarray(exposure_card_h, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (failures_arr >= 1) & (exposure >= MIN_FAILURE_EXPOSURE_CARD_H)
+
+
 def mtbf_card_from_failures(failures: ArrayLike, exposure_card_h: ArrayLike) -> np.ndarray:
     """Per-card MTBF (hours) from failures observed over ``exposure_card_h`` card-hours.
 

@@ -11,6 +11,7 @@ from planner.engine.capacity import (
     TrainingWorkload,
 )
 from planner.engine.capacity.workload import workload_from_spec
+from planner.engine.reliability import MIN_FAILURE_EXPOSURE_CARD_H  # noqa: F401 (the rule)
 
 MAX_OPTIONS = 5_000  # a bigger grid is rarely a question anyone asks, and the JSON grows fast
 MIN_OPTIONS_PER_CHUNK = 64  # below this, progress reporting costs more than it tells
@@ -21,8 +22,6 @@ MAX_COMPARED_PLANS = 10
 GB = 1e9
 DEFAULT_HISTORY_DAYS = 90  # a quarter of accounting: recent enough, long enough to smooth weeks
 MIN_HISTORY = dt.timedelta(days=1)  # less than a day of records says little about a pool
-# Below this many card-hours of jobs a node-failure count is too noisy to replace a default.
-MIN_FAILURE_EXPOSURE_CARD_H = 10_000.0
 
 # Inventory assumptions keys (site → cluster → pool overrides) that are planner columns.
 ASSUMPTION_COLUMNS = {

@@ -91,6 +91,19 @@ def test_metered_mfu_and_failures_are_used_for_the_pool():
     assert str(result.row["mtbf_card_basis"]) == "failures_measured"
 
 
+@pytest.mark.parametrize(
+    ("failures", "exposure_card_h"),
+    [(0, 500_000.0), (3, 9_999.0)],  # a bound only; too few card-hours to say anything
+)
+def test_too_little_failure_history_keeps_the_default_mtbf(failures, exposure_card_h):
+    result = evaluate_pool(
+        [h100_nodes(128)], failure_count=failures, failure_exposure_card_h=exposure_card_h
+    )
+    assert str(result.row["mtbf_card_basis"]) == "cooling_adjusted_default"
+    default = evaluate_pool([h100_nodes(128)]).row["mtbf_card_h"]
+    assert result.row["mtbf_card_h"] == pytest.approx(default)
+
+
 def test_a_pool_that_cannot_progress_is_flagged_and_floored():
     result = evaluate_pool([h100_nodes(4096)], mtbf_card_h=500.0, restart_h=2.0)
     assert result.row["effective_time_stalled"]

@@ -18,6 +18,7 @@ from planner.engine.factors import choice_lookup
 from planner.engine.reliability import (
     EffectiveTimeArrays,
     effective_time_arrays,
+    failures_count,
     mtbf_card_from_failures,
 )
 from planner.engine.steps.context import (
@@ -63,7 +64,7 @@ def failure_model(ctx: PoolContext) -> FailureModel:
     failure_rate = choice_lookup(
         ctx.cooling, [ctx.setting(f"failure_rate_{c}") for c in COOLING_TYPES]
     )
-    measured = ~np.isnan(failures) & ~np.isnan(exposure)
+    measured = failures_count(failures, exposure)
     mtbf_basis = np.where(measured, 0, np.where(~np.isnan(mtbf_entered), 1, 2))
     mtbf_card = np.select(
         [mtbf_basis == 0, mtbf_basis == 1],
