@@ -35,7 +35,8 @@ def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
         "restart_minutes": "restart_minutes" in data,
         "checkpoint_interval_minutes": "checkpoint_interval_minutes" in data,
     }
-    provenance = {key: "measured" if entered else "default" for key, entered in given.items()}
+    # Typed-in values are entered, never measured (docs/efficiency-model.md, Provenance).
+    provenance = {key: "entered" if entered else "default" for key, entered in given.items()}
     if not given["checkpoint_interval_minutes"]:
         provenance["checkpoint_interval_minutes"] = "modeled"
     if not given["mtbf_card_hours"] and data.get("cooling"):
@@ -153,7 +154,7 @@ def estimate_utilization(data: dict[str, Any]) -> dict[str, Any]:
         if entered[name] is not None:
             factors[name] = {
                 "value": float(entered[name]),
-                "provenance": "measured",
+                "provenance": "entered",
                 "basis": "entered",
             }
         else:

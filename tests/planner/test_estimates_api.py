@@ -47,7 +47,7 @@ def test_llama_interruptions_give_a_three_hour_job_mtbf(api):
     )
     assert body["daly_interval_minutes"] == pytest.approx(daly_h * 60, rel=1e-6)
     assert body["provenance"]["checkpoint_interval_minutes"] == "modeled"
-    assert body["provenance"]["mtbf_card_hours"] == "measured"
+    assert body["provenance"]["mtbf_card_hours"] == "entered"  # typed in, not measured
 
 
 def test_given_interval_is_used_and_more_cards_lose_more_time(api):
@@ -199,7 +199,7 @@ def test_best_practice_product_is_about_half(api):
     shares = body["waste_share"]
     assert max(shares, key=shares.get) == "mfu"
     assert min(shares, key=shares.get) == "effective_time"
-    assert all(f["provenance"] == "measured" for f in body["factors"].values())
+    assert all(f["provenance"] == "entered" for f in body["factors"].values())
 
 
 def test_missing_factors_are_modeled_from_accelerator_and_cards(api):
@@ -214,7 +214,7 @@ def test_missing_factors_are_modeled_from_accelerator_and_cards(api):
         format="json",
     ).json()
     factors = body["factors"]
-    assert factors["utilization"]["provenance"] == "measured"
+    assert factors["utilization"]["provenance"] == "entered"
     assert factors["energy"]["provenance"] == "default"
     assert factors["scaling"]["provenance"] == "modeled"
     assert all(0 < f["value"] <= 1 for f in factors.values())
