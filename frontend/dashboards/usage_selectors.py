@@ -282,6 +282,8 @@ def cost_per_pflop_day(view: View) -> pd.DataFrame:
         frame["effective_pflop_days"],
         frame["covered_peak_pflop_days"],
     )
+    if frame["cost_per_effective_pflop_day"].isna().all():
+        return frame.iloc[:0]  # nothing delivered is known: the chart's no-data state
     return frame[
         [
             "cluster",

@@ -163,7 +163,11 @@ NO_MEASURED_USAGE = (
 )
 NO_USAGE_SAYS = {
     "Usage": (re.compile(r"No data for this selection yet\."),),
-    "Costs": (re.compile(r"No data for this selection yet\."),),
+    # The cards are priced (they cost money), but nothing delivered or charged is known.
+    "Costs": (
+        re.compile(r"No data for this selection yet\."),
+        re.compile(r"no usage records, not charged"),
+    ),
     "Report": (re.compile(r"no measured losses", re.I),),
     "Print page": (re.compile(r"no measured losses", re.I),),
     "Fleet": NO_MEASURED_USAGE,
