@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from accounting.selectors import COST_MONEY_COLUMNS
 from inventory.currency import conversions, in_reporting_currency
 from planner.engine.factors import FACTOR_NAMES
 from reports.trends import change
@@ -17,12 +18,7 @@ from reports.trends import change
 HEADLINE_KEYS = ("total_cost", "idle_cost", "lost_cost")
 # Money columns of each converted table (figures that are shares or hours stay as they are).
 ROW_MONEY = (
-    "total_cost",
-    "compute_cost",
-    "energy_cost",
-    "idle_cost",
-    "lost_cost",
-    "uncovered_cost",
+    *COST_MONEY_COLUMNS,
     "cost_per_allocated_card_hour",
     "cost_per_effective_pflop_day",
     "used_cost",

@@ -337,14 +337,7 @@ class UtilizationReportView(ReportView):
 class CostReportView(ReportView):
     query_serializer = CostQuerySerializer
     report_serializer = CostReportSerializer
-    money_keys = (
-        "total_cost",
-        "compute_cost",
-        "energy_cost",
-        "idle_cost",
-        "lost_cost",
-        "uncovered_cost",
-    )
+    money_keys = selectors.COST_MONEY_COLUMNS
     compute = staticmethod(selectors.cost_report)
 
     @extend_schema(parameters=[CostQuerySerializer], responses=CostReportSerializer)

@@ -20,6 +20,7 @@ The package's modules: ``frames`` (scope, queries, frames), ``utilization``, ``m
 
 from accounting.selectors.chargeback import chargeback_report
 from accounting.selectors.costs import (
+    COST_MONEY_COLUMNS,
     LOST_COST_PREFIX,
     SUMMED_COST_COLUMNS,
     PoolCosts,
@@ -64,6 +65,7 @@ from accounting.selectors.utilization import (
 
 __all__ = [
     "COST_GROUPS",
+    "COST_MONEY_COLUMNS",
     "GRANULARITIES",
     "GROUP_COLUMNS",
     "LOST_COST_PREFIX",

@@ -46,6 +46,15 @@ class PoolCosts:
 
 
 LOST_COST_PREFIX = "lost_cost_"
+# The money columns of a cost report's rows and totals (what a reporting currency converts).
+COST_MONEY_COLUMNS: tuple[str, ...] = (
+    "total_cost",
+    "compute_cost",
+    "energy_cost",
+    "idle_cost",
+    "lost_cost",
+    "uncovered_cost",
+)
 
 
 def pool_costs(

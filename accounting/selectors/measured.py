@@ -41,6 +41,17 @@ def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataF
     return mfu.loc[valid, ["pool", "accelerator_model", "mfu"]]
 
 
+# The engine's pool columns that measured_pool_inputs fills from usage records.
+ENGINE_MEASURED_COLUMNS: tuple[str, ...] = (
+    "utilization_measured",
+    "allocated_card_h",
+    "productive_h",
+    "wall_h",
+    "failure_count",
+    "failure_exposure_card_h",
+)
+
+
 def measured_pool_inputs(
     usage: pd.DataFrame,
     inventory: pd.DataFrame,
@@ -116,14 +127,7 @@ def apply_measured_usage(
     downtime = downtime_frame([cluster_id], period_start, period_end)
     edges = bucket_edges(period_start, period_end, "total")
     measured = measured_pool_inputs(usage, inventory, downtime, edges, "total", "UTC")
-    columns = [
-        "utilization_measured",
-        "allocated_card_h",
-        "productive_h",
-        "wall_h",
-        "failure_count",
-        "failure_exposure_card_h",
-    ]
+    columns = list(ENGINE_MEASURED_COLUMNS)
     measured = measured.set_index("pool")[columns]
     pools = pools.copy()
     for name in columns:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from accounting.selectors.measured import measured_pool_inputs
+from accounting.selectors.measured import ENGINE_MEASURED_COLUMNS, measured_pool_inputs
 from planner.engine.coverage import measured_applies
 
 # The chargeback row of the money on hours without usage records (bill by bill).
@@ -24,12 +24,7 @@ _MEASURED_ONLY = (
     "allocated_card_hours",
     "lost_card_hours",
     "down_card_hours",
-    "utilization_measured",
-    "allocated_card_h",
-    "productive_h",
-    "wall_h",
-    "failure_count",
-    "failure_exposure_card_h",
+    *ENGINE_MEASURED_COLUMNS,
 )
 
 
