@@ -252,11 +252,14 @@ def test_job_that_cannot_progress_for_failures_is_infeasible():
 
 
 def test_cross_options_builds_card_model_count_site_grid():
-    grid = cross_options(
-        pd.DataFrame([A100_80GB, H100_SXM]),
-        pd.DataFrame([{"site": "north", "pue": 1.1}, {"site": "south", "pue": 1.5}]),
-        cards=[512, 1024, 2048],
+    sites = pd.DataFrame([{"site": "north", "pue": 1.1}, {"site": "south", "pue": 1.5}])
+    unpriced = plan_capacity(
+        GPT3, cross_options(pd.DataFrame([A100_80GB, H100_SXM]), sites, cards=[512])
     )
+    # No rental or capital price: the money is unknown, so nothing is ranked on cost.
+    assert unpriced["total_cost"].isna().all() and not unpriced["on_pareto_front"].any()
+    priced = [{**card, "rental_price_per_card_hour": 2.0} for card in (A100_80GB, H100_SXM)]
+    grid = cross_options(pd.DataFrame(priced), sites, cards=[512, 1024, 2048])
     assert len(grid) == 2 * 3 * 2
     plan = plan_capacity(GPT3, grid)
     assert plan["feasible"].all()
