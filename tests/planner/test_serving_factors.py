@@ -163,3 +163,37 @@ def test_a_load_covering_under_half_the_period_is_not_used(
     assert row["utilization_provenance"] != "measured"
     assert "33% of the period, under 50%: serving load not used" in row["serving_reason"]
     assert row["mfu_basis"] == "serving_load_model"  # the served model is known all the same
+
+
+def test_the_pool_page_names_mbu_and_availability(
+    serving_pool, client, viewer, django_capture_on_commit_callbacks
+):
+    rows, analysis = rows_of(django_capture_on_commit_callbacks)
+    client.force_login(viewer)
+    page = client.get(
+        f"/analyses/{analysis.pk}/", {"scope": f"pool-{rows['serving']['pool_id']}"}
+    ).content.decode()
+    assert "MBU" in page and "Availability" in page  # waterfall steps of the pool
+    assert "Inference pool: serving definitions" in page
+    assert "Effective training time" not in page
+    assert "MFU / MBU</a>" in page and ">MFU<" not in page  # the pools table's header
+    whole = client.get(f"/analyses/{analysis.pk}/").content.decode()
+    assert 'title="model bandwidth utilization: a serving definition">MBU</abbr>' in whole
+    assert "Inference pools (serving) use serving definitions" in whole
+
+
+def test_the_factor_rows_export_carries_the_definitions(
+    serving_pool, client, viewer, django_capture_on_commit_callbacks
+):
+    import csv
+    import io
+
+    _, analysis = rows_of(django_capture_on_commit_callbacks)
+    client.force_login(viewer)
+    answer = client.get(f"/api/v1/analyses/{analysis.pk}/rows/", {"scope": "pool", "format": "csv"})
+    assert answer.status_code == 200
+    body = b"".join(answer.streaming_content) if answer.streaming else answer.content
+    rows = {row["pool"]: row for row in csv.DictReader(io.StringIO(body.decode()))}
+    assert rows["serving"]["factor_definitions"] == "serving"
+    assert rows["serving"]["mfu_label"] == "MBU"
+    assert rows["h100"]["factor_definitions"] == "training"
