@@ -218,6 +218,15 @@ def set_factor(result, rows, name, value, provenance, basis, defaults="") -> Non
     result.loc[rows, f"{name}_defaults"] = defaults
 
 
+def availability_defaults(training_defaults: pd.Series) -> list[str]:
+    """The card-MTBF defaults the engine used, and restart_h (the serving repair time)."""
+    names = [
+        [name for name in str(value).split(", ") if name.startswith("mtbf_card_h")]
+        for value in training_defaults
+    ]
+    return [", ".join([*mtbf, "restart_h"]) for mtbf in names]
+
+
 def serving_factor_columns(result: pd.DataFrame, info: pd.DataFrame, rows: np.ndarray) -> None:
     """MBU, scaling 1, availability and (when measured) utilization on the serving rows."""
     sub = info[rows]
@@ -235,7 +244,8 @@ def serving_factor_columns(result: pd.DataFrame, info: pd.DataFrame, rows: np.nd
     up = serving.availability(
         result.loc[rows, "mtbf_card_h"], sub["serving_tp"], SERVING_REPAIR.value
     )
-    set_factor(result, rows, "effective_time", up, "modeled", "serving_availability", "")
+    used = availability_defaults(result.loc[rows, "effective_time_defaults"])
+    set_factor(result, rows, "effective_time", up, "modeled", "serving_availability", used)
     result.loc[rows, "serving_repair_h"] = SERVING_REPAIR.value
     measured = rows & info["serving_utilization"].notna().to_numpy()
     if measured.any():

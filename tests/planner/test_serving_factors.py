@@ -105,6 +105,7 @@ def test_without_a_load_mbu_is_the_default_and_availability_is_modeled(
     replica_mtbf = row["mtbf_card_h"] / 8  # one node of 8 cards is a replica without a model
     assert row["effective_time"] == pytest.approx(replica_mtbf / (replica_mtbf + REPAIR_H))
     assert row["effective_time_provenance"] == "modeled"
+    assert row["effective_time_defaults"].split(", ")[-1] == "restart_h"  # the repair time
     assert row["utilization_basis"] != "serving_load"
     assert row["serving_reason"] == "no serving load entered for this period"
     assert row["factor_note"].startswith("inference pool: serving definitions")
