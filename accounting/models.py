@@ -409,7 +409,8 @@ class ServingLoad(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.pool_id} {self.period_start:%Y-%m-%d} {self.served_tokens_per_s:g} tok/s"
+        period = f"{self.period_start:%Y-%m-%d} – {self.period_end:%Y-%m-%d}"
+        return f"{self.pool} {period}: {self.served_tokens_per_s:g} tokens/s"
 
     def clean(self) -> None:
         if errors := serving_load_errors(self):

@@ -332,6 +332,7 @@ MATRIX: dict[str, Entry] = {
     **inventory_pages("nodegroup", "nodegroup"),
     **inventory_pages("accelerator", "unused_accelerator"),
     "frontend:pool-add-nodegroup": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
+    "frontend:pool-add-servingload": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
     "frontend:import-index": Entry(None, (get(PAGE_PLANNER),)),
     "frontend:import-upload": Entry(
         lambda o: {"kind": "sites"}, (get(PAGE_PLANNER), post(page_write(200)))
