@@ -198,3 +198,15 @@ def test_the_factor_rows_export_carries_the_definitions(
     assert rows["serving"]["factor_definitions"] == "serving"
     assert rows["serving"]["mfu_label"] == "MBU"
     assert rows["h100"]["factor_definitions"] == "training"
+
+
+def test_entering_a_serving_load_makes_the_analysis_stale(
+    serving_pool, django_capture_on_commit_callbacks
+):
+    _, analysis = rows_of(django_capture_on_commit_callbacks)
+    assert not analysis.stale
+    with django_capture_on_commit_callbacks(execute=True):
+        add_load(serving_pool)
+    analysis.refresh_from_db()
+    assert analysis.stale
+    assert analysis.stale_reason == "A serving load of pool serving was added after this run."
