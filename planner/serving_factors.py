@@ -120,9 +120,13 @@ def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
     if not rows:
         return _no_load("no serving load entered for this period", default_tp(groups, pool_id))
     frame = pd.DataFrame(rows)
-    known = frame[frame["capacity"] > 0]
+    # A card model without bandwidth in the catalog leaves the pool's MBU unknown, too.
+    known = frame[(frame["capacity"] > 0) & np.isfinite(frame["mbu"])]
     if known.empty:
-        reason = "the served model does not fit these cards, so their capacity is unknown"
+        reason = (
+            "the served model does not fit these cards (or the catalog lacks their memory "
+            "figures), so their capacity is unknown"
+        )
         return _no_load(reason, default_tp(groups, pool_id))
     weights = known["h"] / known["h"].sum()
     covered = float(frame["h"].sum()) / period_h if period_h > 0 else np.nan

@@ -210,3 +210,17 @@ def test_entering_a_serving_load_makes_the_analysis_stale(
     analysis.refresh_from_db()
     assert analysis.stale
     assert analysis.stale_reason == "A serving load of pool serving was added after this run."
+
+
+def test_a_model_too_big_for_the_cards_leaves_capacity_unknown(
+    serving_pool, django_capture_on_commit_callbacks
+):
+    load = add_load(serving_pool)
+    load.model_params = 2e12  # 4 TB of bf16 weights on 640 GB of cards
+    load.save()
+    rows, _ = rows_of(django_capture_on_commit_callbacks)
+    row = rows["serving"]
+    assert row["serving_reason"].startswith("the served model does not fit these cards")
+    assert row["serving_capacity_tokens_per_s"] is None  # unknown, not zero
+    assert row["utilization_basis"] != "serving_load"
+    assert row["mfu_basis"] == "bandwidth_efficiency_default"
