@@ -8,14 +8,14 @@ for the other accounting tables; pools carry no team, so rows are not team-scope
 
 from __future__ import annotations
 
-import django_filters
 from rest_framework import serializers, viewsets
 
+from accounting.filtersets import ServingLoadFilterSet
 from accounting.models import ServingLoad, serving_load_errors
 from core.bounds import WithinDates, bounded_float, bounded_int
 from core.concurrency import ConditionalUpdateMixin
 from core.tabular.exporting import TabularListMixin
-from inventory.models import Cluster, Pool, PoolPurpose
+from inventory.models import PoolPurpose
 
 
 class ServingLoadSerializer(serializers.ModelSerializer):
@@ -66,19 +66,6 @@ class ServingLoadSerializer(serializers.ModelSerializer):
             f for f in self.Meta.fields if f not in ("id", "pool_name", *self.Meta.read_only_fields)
         ]
         return {name: getattr(self.instance, name) for name in names}
-
-
-class ServingLoadFilterSet(django_filters.FilterSet):
-    cluster = django_filters.ModelChoiceFilter(
-        field_name="pool__cluster", queryset=Cluster.objects.all()
-    )
-    pool = django_filters.ModelChoiceFilter(queryset=Pool.objects.all())
-    ends_after = django_filters.IsoDateTimeFilter(field_name="period_end", lookup_expr="gt")
-    starts_before = django_filters.IsoDateTimeFilter(field_name="period_start", lookup_expr="lt")
-
-    class Meta:
-        model = ServingLoad
-        fields = ["cluster", "pool", "weight_precision", "kv_precision"]
 
 
 class ServingLoadViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):

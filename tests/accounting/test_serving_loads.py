@@ -95,3 +95,17 @@ def test_out_of_range_values_are_refused_naming_the_field(
 def test_a_training_pool_takes_no_serving_load(alpha, client_for, planner):
     answer = client_for(planner).post(URL, body(alpha.pools.get()), format="json")
     assert answer.status_code == 400 and "pool" in answer.json()
+
+
+@pytest.mark.django_db
+def test_period_filters_and_an_offset_postgresql_refuses(serving_pool, client_for, viewer):
+    ServingLoad.objects.create(**{**body(serving_pool), "pool": serving_pool})
+    client = client_for(viewer)
+    inside = client.get(URL, {"ends_after": "2024-03-15T00:00:00Z"})
+    assert inside.status_code == 200 and inside.json()["count"] == 1
+    after = client.get(URL, {"ends_after": "2024-04-01T00:00:00Z"})
+    assert after.status_code == 200 and after.json()["count"] == 0
+    before = client.get(URL, {"starts_before": "2024-03-01T00:00:00Z"})
+    assert before.json()["count"] == 0
+    wild = client.get(URL, {"ends_after": "2024-03-15T00:00:00+23:00"})  # ISO allows it
+    assert wild.status_code in (200, 400)
