@@ -108,6 +108,17 @@ def overlap_hours(load: ServingLoad, start: dt.datetime, end: dt.datetime) -> fl
     return max(seconds, 0.0) / 3600.0
 
 
+def union_hours(spans: list[tuple[dt.datetime, dt.datetime]], start, end) -> float:
+    """Hours of the period inside at least one span (overlapping loads count once)."""
+    total, reached = 0.0, start
+    for span_start, span_end in sorted(spans):
+        low, high = max(span_start, reached), min(span_end, end)
+        if high > low:
+            total += (high - low).total_seconds() / 3600.0
+            reached = high
+    return total
+
+
 def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
     """The pool's serving columns from the loads overlapping the period (time-weighted)."""
     period_h = (end - start).total_seconds() / 3600.0
@@ -116,7 +127,8 @@ def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
     for load in loads:
         hours = overlap_hours(load, start, end)
         capacity = load_capacity(groups, pool_id, load)
-        rows.append({"h": hours, "served": load.served_tokens_per_s, **capacity})
+        span = (load.period_start, load.period_end)
+        rows.append({"h": hours, "span": span, "served": load.served_tokens_per_s, **capacity})
     if not rows:
         return _no_load("no serving load entered for this period", default_tp(groups, pool_id))
     frame = pd.DataFrame(rows)
@@ -129,9 +141,10 @@ def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
         )
         return _no_load(reason, default_tp(groups, pool_id))
     weights = known["h"] / known["h"].sum()
-    covered = float(frame["h"].sum()) / period_h if period_h > 0 else np.nan
+    covered_h = union_hours(known["span"].tolist(), start, end)  # loads with a known capacity
+    covered = covered_h / period_h if period_h > 0 else np.nan
     utilization = serving.serving_utilization(known["served"], known["capacity"])
-    applies = bool(measured_applies(known["h"].sum(), period_h))
+    applies = bool(measured_applies(covered_h, period_h))
     return {
         "serving_mbu": float((known["mbu"] * weights).sum()),
         "serving_mbu_basis": "serving_load_model",

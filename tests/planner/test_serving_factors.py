@@ -224,3 +224,22 @@ def test_a_model_too_big_for_the_cards_leaves_capacity_unknown(
     assert row["serving_capacity_tokens_per_s"] is None  # unknown, not zero
     assert row["utilization_basis"] != "serving_load"
     assert row["mfu_basis"] == "bandwidth_efficiency_default"
+
+
+def test_overlapping_loads_cover_their_union_once(serving_pool, django_capture_on_commit_callbacks):
+    # Two loads over the same 10 days: 10 of 30 days covered, not 20.
+    add_load(serving_pool, end=START + dt.timedelta(days=10), served=1000.0)
+    add_load(serving_pool, end=START + dt.timedelta(days=10), served=3000.0)
+    rows, _ = rows_of(django_capture_on_commit_callbacks)
+    row = rows["serving"]
+    assert row["serving_covered_share"] == pytest.approx(10 / 30)
+    assert row["utilization_basis"] != "serving_load"
+    assert row["serving_tokens_per_s"] == pytest.approx(2000.0)  # time-weighted mean
+
+
+def test_union_hours_merges_spans_inside_the_period():
+    from planner.serving_factors import union_hours
+
+    day = dt.timedelta(days=1)
+    spans = [(START - day, START + 2 * day), (START + day, START + 3 * day), (END - day, END + day)]
+    assert union_hours(spans, START, END) == pytest.approx((3 + 1) * 24)
