@@ -5,6 +5,7 @@ from accounting.models import (
     GresAlias,
     ImportJob,
     PartitionMapping,
+    ServingLoad,
     SreportUtilization,
     UsageRecord,
 )
@@ -83,3 +84,11 @@ class SreportUtilizationAdmin(admin.ModelAdmin):
     ]
     list_filter = ["cluster"]
     list_select_related = ["cluster"]
+
+
+@admin.register(ServingLoad)
+class ServingLoadAdmin(admin.ModelAdmin):
+    list_display = ["pool", "period_start", "period_end", "served_tokens_per_s", "model_params"]
+    list_filter = ["pool__cluster"]
+    list_select_related = ["pool"]
+    search_fields = ["pool__name", "notes"]

@@ -3,7 +3,9 @@ real importer (the same path as an upload), so every page has real-shaped data o
 
 Deterministic (seeded) and idempotent: a cluster whose demo import already succeeded is left
 alone. ``inference-eu`` is covered only for the last :data:`PARTIAL_DAYS` days, so the default
-30-day fleet analysis shows partial coverage; the other clusters are covered all year.
+30-day fleet analysis shows partial coverage; the other clusters are covered all year. The
+demo inference pool also gets a year of serving load (an 8B model), so its analysis rows
+show a measured serving utilization.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting import services
-from accounting.models import ImportJob, ImportStatus
-from inventory.models import Cluster
+from accounting.models import ImportJob, ImportStatus, ServingLoad
+from inventory.models import Cluster, Pool
 
 SACCT_HEADER = (
     "JobID|JobIDRaw|Cluster|Partition|Account|User|Submit|Start|End|Elapsed|State|NNodes|"
@@ -132,3 +134,30 @@ def load_demo_usage(end: dt.date) -> dict[str, int]:
         )
         created[spec.name] = counts.records_created
     return created
+
+
+# The demo inference pool serves an 8B model in bf16 at a mean 40,000 output tokens/s.
+DEMO_SERVING = {
+    "served_tokens_per_s": 40_000.0,
+    "model_params": 8e9,
+    "weight_precision": "bf16",
+    "kv_precision": "bf16",
+    "input_tokens": 1000,
+    "output_tokens": 300,
+    "notes": "demo serving load",
+}
+
+
+def load_demo_serving_load(end: dt.date) -> int:
+    """A year of serving load on the demo inference pool unless it has one; loads created."""
+    pool = Pool.objects.filter(cluster__name="inference-eu", name="serving-l40s").first()
+    if pool is None or pool.serving_loads.exists():
+        return 0
+    day_end = dt.datetime.combine(end, dt.time(), tzinfo=dt.UTC)
+    ServingLoad.objects.create(
+        pool=pool,
+        period_start=day_end - dt.timedelta(days=DAYS),
+        period_end=day_end,
+        **DEMO_SERVING,
+    )
+    return 1

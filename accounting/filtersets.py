@@ -13,6 +13,7 @@ from accounting.models import (
     ImportJob,
     JobState,
     PartitionMapping,
+    ServingLoad,
     SreportUtilization,
     UsageRecord,
 )
@@ -102,3 +103,26 @@ class SreportUtilizationFilterSet(django_filters.FilterSet):
     class Meta:
         model = SreportUtilization
         fields = ["cluster", "tres_name"]
+
+
+class ServingLoadFilterSet(django_filters.FilterSet):
+    cluster = django_filters.ModelChoiceFilter(
+        field_name="pool__cluster", queryset=Cluster.objects.all()
+    )
+    pool = django_filters.ModelChoiceFilter(queryset=Pool.objects.all())
+    ends_after = django_filters.IsoDateTimeFilter(
+        method="filter_ends_after", label="Loads whose period ends after this time"
+    )
+    starts_before = django_filters.IsoDateTimeFilter(
+        method="filter_starts_before", label="Loads whose period starts before this time"
+    )
+
+    class Meta:
+        model = ServingLoad
+        fields = ["cluster", "pool", "weight_precision", "kv_precision"]
+
+    def filter_ends_after(self, queryset, name, value):
+        return queryset.filter(period_end__gt=_utc(name, value))
+
+    def filter_starts_before(self, queryset, name, value):
+        return queryset.filter(period_start__lt=_utc(name, value))

@@ -8,6 +8,7 @@ chargeback are read by `accounting.selectors`.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -15,9 +16,15 @@ from accounting.parsing import JOB_STATES, normalize_gres_type
 from core.jobs.models import DurableJob
 from core.jobs.status import JobStatus
 from inventory.models import AcceleratorModel, Cluster, Pool
+from planner.engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
+from planner.engine.limits import date_error, limit_errors
 
 non_negative = MinValueValidator(0)
 fraction = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
+def _choices(values) -> list[tuple[str, str]]:
+    return [(value, value) for value in values]
 
 
 class JobState(models.TextChoices):
@@ -361,3 +368,62 @@ class RollupRefresh(DurableJob):
 
     def __str__(self) -> str:
         return f"rollup refresh {self.pk} {self.cluster_ids or 'all'} ({self.status})"
+
+
+# Serving-load field -> its limit in planner.engine.limits.LIMITS (the inference estimate's).
+SERVING_LOAD_LIMITS = {
+    "served_tokens_per_s": "serving_tokens_per_s",
+    "model_params": "model_params",
+    "input_tokens": "seq_len",
+    "output_tokens": "seq_len",
+}
+
+
+class ServingLoad(models.Model):
+    """Measured serving load of an inference pool over a period: the output tokens/s it
+    served and the model it served, so analyses can compare it with the cards' capacity
+    (docs/efficiency-model.md, "Serving pools")."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="serving_loads")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField(help_text="Exclusive.")
+    served_tokens_per_s = models.FloatField(
+        help_text="Output tokens per second served, mean over the period."
+    )
+    model_params = models.FloatField(help_text="Parameters N of the served model.")
+    weight_precision = models.CharField(max_length=8, choices=_choices(WEIGHT_PRECISIONS))
+    kv_precision = models.CharField(max_length=8, choices=_choices(KV_PRECISIONS))
+    input_tokens = models.PositiveIntegerField(help_text="Mean prompt tokens per request.")
+    output_tokens = models.PositiveIntegerField(help_text="Mean generated tokens per request.")
+    notes = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool", "-period_start"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(period_end__gt=models.F("period_start")),
+                name="serving_load_period_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        period = f"{self.period_start:%Y-%m-%d} – {self.period_end:%Y-%m-%d}"
+        return f"{self.pool} {period}: {self.served_tokens_per_s:g} tokens/s"
+
+    def clean(self) -> None:
+        if errors := serving_load_errors(self):
+            raise ValidationError(errors)
+
+
+def serving_load_errors(load) -> dict[str, str]:
+    """Field -> message: numbers out of their limits, dates outside the years, end <= start."""
+    errors = limit_errors(load, SERVING_LOAD_LIMITS)
+    for field in ("period_start", "period_end"):
+        if message := date_error(getattr(load, field, None)):
+            errors[field] = message
+    start, end = getattr(load, "period_start", None), getattr(load, "period_end", None)
+    if "period_end" not in errors and start and end and end <= start:
+        errors["period_end"] = "Must be after period_start."
+    return errors

@@ -20,9 +20,11 @@ from django.views.generic import CreateView, DeleteView, DetailView, ListView, T
 from django.views.generic.edit import UpdateView
 
 from access.pages import PlannerRequiredMixin, RoleRequiredMixin
+from accounting.models import ServingLoad
 from core.concurrency import claim
 from frontend import filters
 from frontend.forms import OPENED_VERSION, add_opened_version
+from frontend.forms_serving import ServingLoadForm
 from frontend.templatetags.fleetwise_ui import detail_url_of
 from inventory.forms import (
     AcceleratorModelForm,
@@ -32,7 +34,7 @@ from inventory.forms import (
     SiteForm,
 )
 from inventory.imports import KINDS
-from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, PoolPurpose, Site
 from inventory.selectors import (
     cluster_totals_prefetched,
     clusters_with_pools,
@@ -61,6 +63,7 @@ IMPORT_KIND_OF = {
 }
 
 SECTION_TITLES = {AcceleratorModel: "Card catalog"}
+SERVING_LOADS_SHOWN = 20  # newest first; the API lists them all
 
 
 def node_groups_with_path():
@@ -237,6 +240,10 @@ class PoolDetailView(InventoryDetailView):
         context["totals"] = pool_totals(self.object)
         if context["can_edit"]:
             context["node_group_form"] = NodeGroupForm(fixed_pool=self.object)
+        if self.object.purpose == PoolPurpose.INFERENCE:
+            context["serving_loads"] = self.object.serving_loads.all()[:SERVING_LOADS_SHOWN]
+            if context["can_edit"]:
+                context["serving_load_form"] = ServingLoadForm(pool=self.object)
         return context
 
 
@@ -413,6 +420,42 @@ class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
         context["title"] = f"Add a node group to pool {pool.cluster.site.name} / {pool}"
         context["cancel_url"] = detail_url_of(pool)
         return context
+
+
+class PoolServingLoadCreateView(PlannerRequiredMixin, CreateView):
+    """Add a measured serving load to the inference pool in the URL (from the pool page)."""
+
+    model = ServingLoad
+    form_class = ServingLoadForm
+    template_name = "frontend/inventory/form.html"
+
+    def get_pool(self) -> Pool:
+        if not hasattr(self, "_pool"):
+            queryset = Pool.objects.select_related("cluster__site")
+            self._pool = get_object_or_404(queryset, pk=self.kwargs["pk"])
+        return self._pool
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "pool": self.get_pool()}
+
+    def get_success_url(self) -> str:
+        return detail_url_of(self.get_pool())
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        messages.success(self.request, f"Added serving load “{self.object}”.")
+        return response
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        pool = self.get_pool()
+        return {
+            **context,
+            "title": f"Add a serving load to pool {pool.cluster.site.name} / {pool}",
+            "section_title": "Pools",
+            "list_url": reverse(LIST_URL_NAMES[Pool]),
+            "cancel_url": detail_url_of(pool),
+        }
 
 
 class NodeGroupUpdateView(VersionedUpdateView):

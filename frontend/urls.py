@@ -54,6 +54,11 @@ urlpatterns = [
         inv.PoolNodeGroupCreateView.as_view(),
         name="pool-add-nodegroup",
     ),
+    path(
+        "inventory/pools/<int:pk>/serving-loads/new/",
+        inv.PoolServingLoadCreateView.as_view(),
+        name="pool-add-servingload",
+    ),
     *crud(
         "node-groups",
         "nodegroup",

@@ -23,6 +23,12 @@ from planner.measured_sources import TELEMETRY_COLUMNS, apply_telemetry
 from planner.meters import flag_meters_outside_period
 from planner.models import Analysis, Scope
 from planner.money import money_by_currency, without_mixed_money
+from planner.serving_factors import (
+    SERVING_COLUMNS,
+    SERVING_NOTE,
+    apply_serving_factors,
+    with_serving_columns,
+)
 
 HOURS_PER_YEAR = 8760.0
 
@@ -53,12 +59,14 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     pools = pools[pools["pool_id"].isin(groups["pool_id"])]
     if pools.empty:
         return pd.DataFrame()
-    first = evaluate_pools(groups, pools)
+    # Inference pools: serving definitions replace the training factors before pricing.
+    first = apply_serving_factors(evaluate_pools(groups, pools), pools)
     costs, cost_per_card_h = _price(pools, groups, first)
     priced = pools.assign(cost_per_card_h=cost_per_card_h.reindex(pools["pool_id"]).to_numpy())
-    result = evaluate_pools(groups, priced)
+    result = apply_serving_factors(evaluate_pools(groups, priced), priced)
     label_columns = ["pool", "cluster", "site", "currency", "purpose"]
-    label_columns += [name for name in (*COVERAGE_COLUMNS, *TELEMETRY_COLUMNS) if name in pools]
+    passed = (*COVERAGE_COLUMNS, *TELEMETRY_COLUMNS, *SERVING_COLUMNS)
+    label_columns += [name for name in passed if name in pools]
     labels = pools.set_index("pool_id")[label_columns]
     mix = (
         groups.assign(cards=groups["nodes"] * groups["cards_per_node"])
@@ -83,7 +91,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     )
     result["cost_per_card_h"] = cost_per_card_h
     result["cost_reason"] = unpriced_reasons(costs["cost_basis"], result["cluster"])
-    result["factor_note"] = np.where(result["purpose"] == "inference", INFERENCE_NOTE, "")
+    result["factor_note"] = np.where(result["purpose"] == "inference", SERVING_NOTE, "")
     result["card_mix"] = [
         {name: int(count) for name, count in mix.loc[pool_id].items()} for pool_id in result.index
     ]
@@ -107,6 +115,8 @@ def evaluate_cluster(analysis: Analysis, cluster_id: int) -> tuple[list[dict], d
         )
         # DCGM telemetry covering enough of the period gives the pool's MFU proxy.
         pools = apply_telemetry(pools, groups, analysis.period_start, analysis.period_end)
+        # Inference pools: MBU, availability and measured serving load (serving_factors).
+        pools = with_serving_columns(pools, groups, analysis.period_start, analysis.period_end)
     inputs = {
         "cluster_id": cluster_id,
         "pools": json_rows(pools, index=True),
@@ -130,18 +140,15 @@ def unpriced_reasons(cost_basis: pd.Series, cluster: pd.Series) -> pd.Series:
     )
 
 
-INFERENCE_NOTE = (
-    "inference pool: training factors do not apply (MFU, scaling and effective training "
-    "time are defined for training jobs; serving factors are not modeled yet)"
-)
-
-
 def inference_notes(frame: pd.DataFrame) -> list[str]:
-    """Name the inference pools whose figures are training factors, so no one reads them as such."""
+    """Name the inference pools, whose factors have serving definitions, and how they count."""
     names = sorted(frame.loc[frame["purpose"] == "inference", "pool"].astype(str))
     if not names:
         return []
-    return [f"{', '.join(names)}: {INFERENCE_NOTE}; included in the totals as computed."]
+    return [
+        f"{', '.join(names)}: {SERVING_NOTE}; included in the totals as their share of the "
+        "cards' peak (MBU × availability × utilization × energy)."
+    ]
 
 
 def _aggregate(frame: pd.DataFrame, by: list[str]) -> list[dict]:

@@ -1,4 +1,5 @@
-"""Inventory edits and usage imports mark the analyses and plans that used them stale."""
+"""Inventory edits, usage imports and serving loads mark the analyses (and plans) that used
+them stale."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
+from accounting.models import ServingLoad
 from accounting.signals import usage_imported
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from planner.plans import mark_plans_stale
@@ -85,8 +87,22 @@ def _on_usage_imported(sender, cluster_id: int, reason: str, **kwargs) -> None:
     mark_stale("cluster", [cluster_id], reason)
 
 
+def _on_serving_load(sender, instance, **kwargs) -> None:
+    """A serving load changes its pool's serving utilization: that pool's analyses are stale."""
+    if kwargs.get("raw"):
+        return
+    deleted = kwargs.get("signal") is post_delete
+    action = "deleted" if deleted else "added" if kwargs.get("created") else "edited"
+    with contextlib.suppress(ObjectDoesNotExist):  # the pool went first in a cascade
+        reason = f"A serving load of pool {instance.pool.name} was {action} after this run."
+        transaction.on_commit(lambda: mark_stale("pool", [instance.pool_id], reason))
+
+
 def connect() -> None:
     usage_imported.connect(_on_usage_imported, dispatch_uid="planner.stale.usage_imported")
+    for signal, name in ((post_save, "save"), (post_delete, "delete")):
+        uid = f"planner.stale.ServingLoad.{name}"
+        signal.connect(_on_serving_load, sender=ServingLoad, dispatch_uid=uid)
     for model in LEVELS:
         uid = f"planner.stale.{model.__name__}"
         post_save.connect(_on_change, sender=model, dispatch_uid=uid + ".save")

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from accounting.api import views
+from accounting.api import serving, views
 
 router = DefaultRouter()
 router.register("usage-records", views.UsageRecordViewSet, basename="usage-record")
@@ -11,6 +11,8 @@ router.register("partition-mappings", views.PartitionMappingViewSet, basename="p
 router.register(
     "sreport-utilization", views.SreportUtilizationViewSet, basename="sreport-utilization"
 )
+
+router.register("serving-loads", serving.ServingLoadViewSet, basename="serving-load")
 
 urlpatterns = [
     *router.urls,

@@ -48,12 +48,20 @@ POOL_FACTOR_COLUMNS = (
     ("effective_time", "Eff. time"),
     ("utilization", "Utilization"),
 )
+# With inference pools in the table, the two columns whose definitions differ say both.
+SERVING_COLUMN_LABELS = {"mfu": "MFU / MBU", "effective_time": "Eff. time / avail."}
 PROVENANCE_NOTE = {
     "measured": "measured",
     "entered": "entered",
     "modeled": "modeled",
     "default": "default",
 }
+
+
+def pool_factor_columns(pools: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    if not sel.serving_pool_names(pools):
+        return POOL_FACTOR_COLUMNS
+    return tuple((key, SERVING_COLUMN_LABELS.get(key, label)) for key, label in POOL_FACTOR_COLUMNS)
 
 
 def chart_request(request: HttpRequest, **params: Any) -> HttpRequest:
@@ -470,7 +478,8 @@ def analysis_detail(request: HttpRequest, pk: int):
             "pools": sel.pools_worst_first(pools, sort),
             "pool_sort": sort if sort in sel.FACTOR_LABELS else "",
             "pool_sort_label": sel.FACTOR_LABELS.get(sort, ""),
-            "pool_factor_columns": POOL_FACTOR_COLUMNS,
+            "pool_factor_columns": pool_factor_columns(pools),
+            "serving_pools": sel.serving_pool_names(pools),
             "pool_sort_scope": "" if key == sel.SUMMARY else f"scope={key}&",
             **money_context(request, results, analysis.period_end.date(), key),
             "hetero_pools": [

@@ -189,7 +189,8 @@ def factor_frame(row: dict[str, Any]) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "factor": order,
-            "factor_label": [FACTOR_LABELS[f] for f in order],
+            # A serving pool's row names its definitions (MBU, availability): serving_factors.
+            "factor_label": [row.get(f"{f}_label") or FACTOR_LABELS[f] for f in order],
             "value_share": [_number(row.get(f)) for f in order],
             "provenance": [row.get(f"{f}_provenance") or "" for f in order],
             "lost_share": [_number(row.get(f"lost_share_{f}")) for f in order],
@@ -199,6 +200,11 @@ def factor_frame(row: dict[str, Any]) -> pd.DataFrame:
         }
     )
     return frame
+
+
+def serving_pool_names(pools: list[dict[str, Any]]) -> list[str]:
+    """Pools whose factors use serving definitions (planner.serving_factors)."""
+    return [str(p.get("pool")) for p in pools if p.get("factor_definitions") == "serving"]
 
 
 def pools_worst_first(pools: list[dict[str, Any]], factor: str) -> list[dict[str, Any]]:

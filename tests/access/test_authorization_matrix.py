@@ -201,6 +201,13 @@ MATRIX: dict[str, Entry] = {
     "partition-mapping-detail": Entry(
         pk("partition_mapping"), (get(API), patch(api_write(200)), delete(api_write(204)))
     ),
+    "serving-load-list": Entry(
+        None, (get(API), get(API, format="csv"), get(API, format="xlsx"), post(api_write(400)))
+    ),
+    # The fixture's pool is a training pool: a PATCH is refused (400) once the role passed.
+    "serving-load-detail": Entry(
+        pk("serving_load"), (get(API), patch(api_write(400)), delete(api_write(204)))
+    ),
     "sreport-utilization-list": Entry(None, (get(API), post(api_write(405)))),
     "sreport-utilization-detail": Entry(pk("sreport"), (get(API),)),
     "accounting-utilization": Entry(
@@ -325,6 +332,7 @@ MATRIX: dict[str, Entry] = {
     **inventory_pages("nodegroup", "nodegroup"),
     **inventory_pages("accelerator", "unused_accelerator"),
     "frontend:pool-add-nodegroup": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
+    "frontend:pool-add-servingload": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
     "frontend:import-index": Entry(None, (get(PAGE_PLANNER),)),
     "frontend:import-upload": Entry(
         lambda o: {"kind": "sites"}, (get(PAGE_PLANNER), post(page_write(200)))
@@ -440,12 +448,18 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
     """One site and cluster, a pool of two node groups (H100 + A100), an analysis, a plan,
     an inference plan, usage of team-a/b/c, an import job, a team-a schedule and report (with
     a CSV), an export token and a finished export job of the viewer, a gres alias, a partition
-    mapping."""
+    mapping, a serving load."""
     from django.core.files.base import ContentFile
     from django.db import transaction
     from rest_framework.test import APIClient
 
-    from accounting.models import GresAlias, PartitionMapping, SreportUtilization, UsageRecord
+    from accounting.models import (
+        GresAlias,
+        PartitionMapping,
+        ServingLoad,
+        SreportUtilization,
+        UsageRecord,
+    )
     from accounting.rollups import refresh_usage_rollups
     from alerts.models import AlertEvent, AlertRule
     from exports import services as exports
@@ -561,6 +575,17 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
         gres_alias=GresAlias.objects.create(gres_type="hopper", accelerator=a100),
         partition_mapping=PartitionMapping.objects.create(
             cluster=alpha, partition="h100", pool=pool
+        ),
+        serving_load=ServingLoad.objects.create(
+            pool=pool,
+            period_start=start,
+            period_end=start + dt.timedelta(days=1),
+            served_tokens_per_s=100.0,
+            model_params=7e9,
+            weight_precision="bf16",
+            kv_precision="bf16",
+            input_tokens=500,
+            output_tokens=200,
         ),
         schedule=schedule,
         report=report,

@@ -34,3 +34,15 @@ def test_demo_usage_is_imported_once_through_the_importer(demo_fleet):
     assert starts["train-hetero"] < day_zero - dt.timedelta(days=300)
     # Every job's cards land on a card the cluster has.
     assert not UsageRecord.objects.filter(accelerator__isnull=True).exists()
+
+
+def test_the_demo_inference_pool_gets_one_serving_load(demo_fleet):
+    from accounting.demo_usage import load_demo_serving_load
+    from accounting.models import ServingLoad
+
+    assert load_demo_serving_load(END) == 1
+    assert load_demo_serving_load(END) == 0  # idempotent
+    load = ServingLoad.objects.get()
+    assert load.pool.name == "serving-l40s" and load.pool.purpose == "inference"
+    load.full_clean()  # within the documented bounds
+    assert load.period_end == dt.datetime.combine(END, dt.time(), tzinfo=dt.UTC)

@@ -44,7 +44,7 @@ def finished_analysis(scope: str = "fleet", object_id: int | None = None):
 @pytest.fixture
 def fleet(demo_fleet, alpha, import_text, planner, django_capture_on_commit_callbacks):  # noqa: F811
     from accounting.models import GresAlias, PartitionMapping
-    from inventory.models import AcceleratorModel
+    from inventory.models import AcceleratorModel, Pool
     from tests.planner_api.conftest import compute_now, plan_payload
 
     import_text(alpha, sacct_text())
@@ -52,6 +52,7 @@ def fleet(demo_fleet, alpha, import_text, planner, django_capture_on_commit_call
     h100 = AcceleratorModel.objects.get(name="H100 SXM5 80GB")
     GresAlias.objects.create(gres_type="hopper", accelerator=h100, notes="site name")
     PartitionMapping.objects.create(cluster=alpha, partition="h100", pool=alpha.pools.first())
+    serving_load(Pool.objects.get(name="serving-l40s"))
     with django_capture_on_commit_callbacks(execute=False):
         analysis = finished_analysis()
         from rest_framework.test import APIClient
@@ -61,6 +62,23 @@ def fleet(demo_fleet, alpha, import_text, planner, django_capture_on_commit_call
         plan = client.post("/api/v1/plans/", plan_payload(), format="json").json()
     compute_now(plan["id"])
     return SimpleNamespace(alpha=alpha, analysis=analysis, plan_id=plan["id"])
+
+
+def serving_load(pool):
+    """A month of measured serving load on the demo's inference pool."""
+    from accounting.models import ServingLoad
+
+    return ServingLoad.objects.create(
+        pool=pool,
+        period_start=dt.datetime(2024, 7, 1, tzinfo=dt.UTC),
+        period_end=dt.datetime(2024, 8, 1, tzinfo=dt.UTC),
+        served_tokens_per_s=2000.0,
+        model_params=8e9,
+        weight_precision="bf16",
+        kv_precision="bf16",
+        input_tokens=1000,
+        output_tokens=300,
+    )
 
 
 # -- reading back ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ MODEL_LISTS = [
     "/api/v1/gres-aliases/",
     "/api/v1/partition-mappings/",
     "/api/v1/sreport-utilization/",
+    "/api/v1/serving-loads/",
     "/api/v1/plans/",
 ]
 ROW_LISTS = [

@@ -31,30 +31,29 @@ def with_inference(alpha):  # noqa: F811  (pytest passes the fixture above)
     return alpha
 
 
-def test_inference_pools_carry_the_training_factor_caveat(
+def test_inference_pools_carry_the_serving_definitions_note(
     with_inference, client, viewer, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
     analysis = compute_now(analysis)
     rows = {row["pool"]: row for row in analysis.results["pools"]}
-    assert rows["serving"]["factor_note"].startswith(
-        "inference pool: training factors do not apply"
-    )
+    assert rows["serving"]["factor_note"].startswith("inference pool: serving definitions")
     assert rows["h100"]["factor_note"] == ""
     notes = analysis.results["summary"]["notes"]
     assert notes == [
-        "serving: inference pool: training factors do not apply (MFU, scaling and effective "
-        "training time are defined for training jobs; serving factors are not modeled yet); "
-        "included in the totals as computed."
+        "serving: inference pool: serving definitions (MBU in place of MFU, no pipeline "
+        "scaling, availability in place of effective training time; docs/efficiency-model.md, "
+        '"Serving pools"); included in the totals as their share of the cards\' peak '
+        "(MBU × availability × utilization × energy)."
     ]
     client.force_login(viewer)
     page = client.get("/").content.decode()
-    assert "inference pool: training factors do not apply" in page
+    assert "inference pool: serving definitions" in page
     pool_page = client.get(
         f"/analyses/{analysis.pk}/", {"scope": f"pool-{rows['serving']['pool_id']}"}
     ).content.decode()
-    assert "Inference pool: training factors do not apply" in pool_page
+    assert "Inference pool: serving definitions" in pool_page
 
 
 def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_on_commit_callbacks):  # noqa: F811

@@ -7,7 +7,7 @@ import logging
 
 from django.core.management.base import BaseCommand
 
-from accounting.demo_usage import load_demo_usage
+from accounting.demo_usage import load_demo_serving_load, load_demo_usage
 from accounting.management.commands.import_usage import NO_HOST_WARNING
 from accounting.rollups import refresh_usage_rollups
 
@@ -28,7 +28,10 @@ class Command(BaseCommand):
             else dt.datetime.now(dt.UTC).date()
         )
         created = load_demo_usage(end)
+        serving = load_demo_serving_load(end)
         if any(created.values()):
             refresh_usage_rollups()  # the dashboards read daily sums; fill them now
         summary = ", ".join(f"{name}: {n:,} new records" for name, n in created.items())
         self.stdout.write(self.style.SUCCESS(f"Demo usage ready ({summary or 'no demo fleet'})."))
+        if serving:
+            self.stdout.write(self.style.SUCCESS("Demo serving load added to serving-l40s."))

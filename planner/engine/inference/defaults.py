@@ -69,5 +69,15 @@ INFERENCE_DEFAULTS: dict[str, ServingDefault] = {
 }
 
 
+# Kept out of INFERENCE_DEFAULTS (the estimate's settings): only analyses' availability uses it.
+SERVING_REPAIR = ServingDefault(
+    float(default_value("restart_h")),
+    "h",
+    "Time a serving replica is down after a card fails: detection, rescheduling on a spare and "
+    "reloading the weights, automated as on the fleets behind Llama 3 and MegaScale; the "
+    "efficiency engine's restart_h default (15 minutes, planner.engine.defaults).",
+)
+
+
 def serving_default(key: str) -> float:
     return INFERENCE_DEFAULTS[key].value

@@ -1,5 +1,6 @@
 """Serving definitions of the five factors for an inference pool (docs/efficiency-model.md,
-"Serving pools"), vectorised. Not yet wired into analyses (see docs/inference.md).
+"Serving pools"), vectorised. Analyses apply them to inference pools through
+planner/serving_factors.py.
 
     energy        1 / PUE, as for training;
     mfu  -> mbu   memory traffic of the pool running at its modeled capacity / the cards'

@@ -1,0 +1,305 @@
+"""Serving factors for inference pools in analyses (docs/efficiency-model.md, "Serving pools").
+
+An inference pool's stored row keeps the five factor keys, with serving definitions:
+`mfu` holds the MBU of its cards at capacity for the served model, `scaling` is 1,
+`effective_time` holds the availability of a replica, and `utilization` is the measured
+serving load over the cards' modeled capacity when the loads cover enough of the period.
+The pure formulas are in planner/engine/inference/serving.py; this module reads the serving
+loads (Django) and rewrites the engine's rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+
+from accounting.models import ServingLoad
+from inventory.models import AcceleratorModel
+from planner.engine.aggregate import attribute_waste_arrays
+from planner.engine.coverage import MIN_COVERED_SHARE, measured_applies
+from planner.engine.factors import FACTOR_LABELS, FACTOR_NAMES
+from planner.engine.inference import serving
+from planner.engine.inference.defaults import SERVING_REPAIR, serving_default
+from planner.engine.inference.memory import BYTES_PER_GB
+from planner.engine.inference.sizing import InferenceWorkload, evaluate_inference
+from planner.engine.limits import EngineInputError
+from planner.inference_estimate import card_frame
+
+INFERENCE = "inference"
+SERVING_LABELS = {**FACTOR_LABELS, "mfu": "MBU", "effective_time": "Availability"}
+SERVING_NOTE = (
+    "inference pool: serving definitions (MBU in place of MFU, no pipeline scaling, "
+    "availability in place of effective training time; docs/efficiency-model.md, "
+    '"Serving pools")'
+)
+# Columns added to the pools frame (and so to the analysis's input snapshot).
+SERVING_COLUMNS = (
+    "serving_mbu",
+    "serving_mbu_basis",
+    "serving_tp",
+    "serving_tokens_per_s",
+    "serving_capacity_tokens_per_s",
+    "serving_covered_share",
+    "serving_utilization",
+    "serving_reason",
+)
+
+
+# -- capacity of a pool's cards for a served model ------------------------------------------
+
+
+def card_counts(groups: pd.DataFrame, pool_id) -> pd.Series:
+    """Cards of each card model in the pool."""
+    rows = groups[groups["pool_id"] == pool_id]
+    return (rows["nodes"] * rows["cards_per_node"]).groupby(rows["accelerator"]).sum()
+
+
+def best_option(cards: pd.DataFrame, load: ServingLoad, count: int) -> pd.Series | None:
+    """The tensor-parallel degree at which `count` cards serve the most tokens/s (None: the
+    model does not fit)."""
+    try:
+        workload = InferenceWorkload(
+            params=load.model_params,
+            input_tokens=load.input_tokens,
+            output_tokens=load.output_tokens,
+            weight_precision=load.weight_precision,
+            kv_precision=load.kv_precision,
+            cards=int(count),
+        )
+        options = evaluate_inference(cards, workload)
+    except EngineInputError:
+        return None
+    options = options[options["feasible"]]
+    if options.empty:
+        return None
+    return options.loc[options["capacity_tokens_per_s"].idxmax()]
+
+
+def load_capacity(groups: pd.DataFrame, pool_id, load: ServingLoad) -> dict:
+    """Modeled capacity (tokens/s), MBU at capacity and tp of the pool's cards for a load."""
+    capacity, moved, peak_bytes, tp = 0.0, 0.0, 0.0, np.nan
+    for name, count in card_counts(groups, pool_id).items():
+        card = AcceleratorModel.objects.filter(name=name).first()
+        option = None if card is None else best_option(card_frame([card]), load, count)
+        bandwidth = np.nan if card is None else float(card.memory_bandwidth_tbs or np.nan)
+        peak_bytes += count * bandwidth * 1e12
+        if option is None:
+            continue
+        kv_read = option["kv_bytes_per_token_per_card"] * (
+            load.input_tokens + load.output_tokens / 2.0
+        )
+        per_token = serving.bytes_per_token(
+            option["weight_gb_per_card"] * BYTES_PER_GB, option["tp"], option["batch"], kv_read
+        )
+        capacity += float(option["capacity_tokens_per_s"])
+        moved += float(option["capacity_tokens_per_s"] * per_token)
+        tp = int(option["tp"]) if np.isnan(tp) else max(tp, int(option["tp"]))
+    mbu = moved / peak_bytes if capacity > 0 and peak_bytes > 0 else np.nan
+    return {"capacity": capacity, "mbu": mbu, "tp": tp}
+
+
+# -- serving loads over the period -----------------------------------------------------------
+
+
+def overlap_hours(load: ServingLoad, start: dt.datetime, end: dt.datetime) -> float:
+    seconds = (min(load.period_end, end) - max(load.period_start, start)).total_seconds()
+    return max(seconds, 0.0) / 3600.0
+
+
+def union_hours(spans: list[tuple[dt.datetime, dt.datetime]], start, end) -> float:
+    """Hours of the period inside at least one span (overlapping loads count once)."""
+    total, reached = 0.0, start
+    for span_start, span_end in sorted(spans):
+        low, high = max(span_start, reached), min(span_end, end)
+        if high > low:
+            total += (high - low).total_seconds() / 3600.0
+            reached = high
+    return total
+
+
+def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
+    """The pool's serving columns from the loads overlapping the period (time-weighted)."""
+    period_h = (end - start).total_seconds() / 3600.0
+    loads = ServingLoad.objects.filter(pool_id=pool_id, period_start__lt=end, period_end__gt=start)
+    rows = []
+    for load in loads:
+        hours = overlap_hours(load, start, end)
+        capacity = load_capacity(groups, pool_id, load)
+        span = (load.period_start, load.period_end)
+        rows.append({"h": hours, "span": span, "served": load.served_tokens_per_s, **capacity})
+    if not rows:
+        return _no_load("no serving load entered for this period", default_tp(groups, pool_id))
+    frame = pd.DataFrame(rows)
+    # A card model without bandwidth in the catalog leaves the pool's MBU unknown, too.
+    known = frame[(frame["capacity"] > 0) & np.isfinite(frame["mbu"])]
+    if known.empty:
+        reason = (
+            "the served model does not fit these cards (or the catalog lacks their memory "
+            "figures), so their capacity is unknown"
+        )
+        return _no_load(reason, default_tp(groups, pool_id))
+    weights = known["h"] / known["h"].sum()
+    covered_h = union_hours(known["span"].tolist(), start, end)  # loads with a known capacity
+    covered = covered_h / period_h if period_h > 0 else np.nan
+    utilization = serving.serving_utilization(known["served"], known["capacity"])
+    applies = bool(measured_applies(covered_h, period_h))
+    return {
+        "serving_mbu": float((known["mbu"] * weights).sum()),
+        "serving_mbu_basis": "serving_load_model",
+        "serving_tp": float(known.loc[known["h"].idxmax(), "tp"]),
+        "serving_tokens_per_s": float((known["served"] * weights).sum()),
+        "serving_capacity_tokens_per_s": float((known["capacity"] * weights).sum()),
+        "serving_covered_share": covered,
+        "serving_utilization": float((utilization * weights).sum()) if applies else np.nan,
+        "serving_reason": _coverage_reason(covered, applies),
+    }
+
+
+def _coverage_reason(covered: float, applies: bool) -> str:
+    share = f"serving loads cover {covered:.0%} of the period"
+    if applies:
+        return f"measured: served tokens/s ÷ modeled capacity ({share})"
+    return f"{share}, under {MIN_COVERED_SHARE:.0%}: serving load not used"
+
+
+def default_tp(groups: pd.DataFrame, pool_id) -> float:
+    """Without a served model, a replica is taken to span one node, at most max_tp cards."""
+    per_node = groups.loc[groups["pool_id"] == pool_id, "cards_per_node"].min()
+    return float(min(serving_default("max_tp"), per_node))
+
+
+def _no_load(reason: str, tp: float) -> dict:
+    return {
+        "serving_mbu": serving_default("bandwidth_efficiency"),
+        "serving_mbu_basis": "bandwidth_efficiency_default",
+        "serving_tp": tp,
+        "serving_tokens_per_s": np.nan,
+        "serving_capacity_tokens_per_s": np.nan,
+        "serving_covered_share": np.nan,
+        "serving_utilization": np.nan,
+        "serving_reason": reason,
+    }
+
+
+def with_serving_columns(pools: pd.DataFrame, groups: pd.DataFrame, start, end) -> pd.DataFrame:
+    """The pools frame with the serving columns filled for inference pools (NaN elsewhere)."""
+    inference = pools["purpose"] == INFERENCE
+    if not inference.any():
+        return pools
+    rows = {
+        index: pool_serving(groups, pools.at[index, "pool_id"], start, end)
+        for index in pools.index[inference]
+    }
+    extra = pd.DataFrame.from_dict(rows, orient="index").reindex(pools.index)
+    pools = pools.assign(**{column: extra[column] for column in SERVING_COLUMNS})
+    if "utilization_reason" in pools:  # the usage coverage reason no longer explains the value
+        measured = pools["serving_utilization"].notna()
+        pools.loc[measured, "utilization_reason"] = pools.loc[measured, "serving_reason"]
+    return pools
+
+
+# -- the engine's rows rewritten with serving factors -----------------------------------------
+
+# Columns that describe a training job's shape and checkpoints: not defined for serving.
+TRAINING_ONLY_COLUMNS = (
+    "pipeline_parallel",
+    "data_parallel",
+    "microbatches_per_replica",
+    "bubble_fraction",
+    "tp_comm_share",
+    "dp_exposed_share",
+    "mtbf_job_h",
+    "checkpoint_save_h",
+    "checkpoint_interval_h",
+    "lost_checkpoint_share",
+    "lost_rework_share",
+    "lost_restart_share",
+)
+
+
+def label_columns(result: pd.DataFrame, rows: np.ndarray) -> None:
+    """`factor_definitions` and the labels pages show for mfu and effective_time."""
+    result["factor_definitions"] = np.where(rows, "serving", "training")
+    for name in ("mfu", "effective_time"):
+        result[f"{name}_label"] = np.where(rows, SERVING_LABELS[name], FACTOR_LABELS[name])
+
+
+def set_factor(result, rows, name, value, provenance, basis, defaults="") -> None:
+    for suffix in ("_provenance", "_basis", "_defaults"):
+        result[f"{name}{suffix}"] = result[f"{name}{suffix}"].astype(object)
+    result.loc[rows, name] = value
+    result.loc[rows, f"{name}_provenance"] = provenance
+    result.loc[rows, f"{name}_basis"] = basis
+    result.loc[rows, f"{name}_defaults"] = defaults
+
+
+def availability_defaults(training_defaults: pd.Series) -> list[str]:
+    """The card-MTBF defaults the engine used, and restart_h (the serving repair time)."""
+    names = [
+        [name for name in str(value).split(", ") if name.startswith("mtbf_card_h")]
+        for value in training_defaults
+    ]
+    return [", ".join([*mtbf, "restart_h"]) for mtbf in names]
+
+
+def serving_factor_columns(result: pd.DataFrame, info: pd.DataFrame, rows: np.ndarray) -> None:
+    """MBU, scaling 1, availability and (when measured) utilization on the serving rows."""
+    sub = info[rows]
+    default_mbu = (sub["serving_mbu_basis"] == "bandwidth_efficiency_default").to_numpy()
+    set_factor(
+        result,
+        rows,
+        "mfu",
+        sub["serving_mbu"].to_numpy(),
+        np.where(default_mbu, "default", "modeled"),
+        sub["serving_mbu_basis"].to_numpy(),
+        np.where(default_mbu, "bandwidth_efficiency", ""),
+    )
+    set_factor(result, rows, "scaling", 1.0, "modeled", "serving: no pipeline scaling")
+    up = serving.availability(
+        result.loc[rows, "mtbf_card_h"], sub["serving_tp"], SERVING_REPAIR.value
+    )
+    used = availability_defaults(result.loc[rows, "effective_time_defaults"])
+    set_factor(result, rows, "effective_time", up, "modeled", "serving_availability", used)
+    result.loc[rows, "serving_repair_h"] = SERVING_REPAIR.value
+    measured = rows & info["serving_utilization"].notna().to_numpy()
+    if measured.any():
+        value = info.loc[measured, "serving_utilization"].to_numpy()
+        set_factor(result, measured, "utilization", value, "measured", "serving_load")
+
+
+def recompute_attribution(result: pd.DataFrame, rows: np.ndarray, cost_per_card_h) -> None:
+    """Product and lost shares (in card-hours, PFLOP-days, money) of the rewritten rows."""
+    factors = result.loc[rows, list(FACTOR_NAMES)].to_numpy(dtype=float)
+    product, lost, shares = attribute_waste_arrays(factors)
+    card_h = result.loc[rows, "card_h"].to_numpy()
+    peak_days = result.loc[rows, "peak_pflop_days"].to_numpy()
+    result.loc[rows, "product"] = product
+    result.loc[rows, "effective_pflop_days"] = product * peak_days
+    result.loc[rows, "lost_share"] = lost
+    for position, name in enumerate(FACTOR_NAMES):
+        share = shares[:, position]
+        result.loc[rows, f"lost_share_{name}"] = share
+        result.loc[rows, f"lost_{name}_card_h"] = share * card_h
+        result.loc[rows, f"lost_{name}_pflop_days"] = share * peak_days
+        result.loc[rows, f"lost_{name}_money"] = share * card_h * cost_per_card_h[rows]
+
+
+def apply_serving_factors(result: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    """The engine's pool rows with serving factors on inference pools (others unchanged)."""
+    result = result.copy()
+    info = pools.set_index("pool_id").reindex(result.index)
+    rows = (info["purpose"] == INFERENCE).to_numpy() & ("serving_mbu" in info)
+    label_columns(result, rows)
+    if not rows.any():
+        return result
+    serving_factor_columns(result, info, rows)
+    cost = info.get("cost_per_card_h", pd.Series(np.nan, index=info.index)).to_numpy(float)
+    recompute_attribution(result, rows, cost)
+    for column in TRAINING_ONLY_COLUMNS:
+        result.loc[rows, column] = np.nan
+    result.loc[rows, "tensor_parallel"] = info.loc[rows, "serving_tp"].to_numpy()
+    result.loc[rows, "effective_time_stalled"] = False
+    return result
