@@ -16,7 +16,7 @@ def freeze_startup_objects() -> None:
     cyclic garbage collector's scans.
 
     A full collection then walks a request's objects only: during a cold Costs page it took
-    ~250 ms with the ~190,000 startup objects, ~70 ms without them (benchmarks/pages.py).
+    ~220 ms with the ~190,000 startup objects, ~50 ms without them (benchmarks/README.md).
     """
     get_resolver().url_patterns  # noqa: B018  # loads the URLconf and every view module
     gc.collect()
