@@ -98,6 +98,11 @@ def coverage_notes(
 
     ``inventory``: :func:`accounting.selectors.inventory_frame` rows (with ``cluster_name``).
     """
+    # Every row's covered card-hours are at most its in-service ones: when the fleet's sums are
+    # equal, every cluster is covered whole (one pass instead of one per cluster).
+    fleet = coverage_of(inventory, windows, period_start, period_end)
+    if fleet.period_card_h > 0 and fleet.covered_card_h == fleet.period_card_h:
+        return []
     notes: list[str] = []
     for cluster_id, rows in inventory.groupby("cluster", sort=False):
         own = windows[windows["cluster"] == cluster_id]

@@ -74,20 +74,41 @@ def register(
     return spec
 
 
+# (path, value) of the app's look; set leaf by leaf, so what a figure set before is kept.
+LOOK: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (("title", "x"), 0),
+    (("title", "xanchor"), "left"),
+    (("title", "font", "size"), 16),
+    (("font", "family"), "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"),
+    (("font", "size"), 13),
+    (("margin", "l"), 60),
+    (("margin", "r"), 20),
+    (("margin", "t"), 60),
+    (("margin", "b"), 50),
+    (("hoverlabel", "namelength"), -1),
+    (("legend", "orientation"), "h"),
+    (("legend", "y"), -0.2),
+    (("colorway",), SERIES_COLOURS),
+)
+
+
+def _set_leaf(node: Any, path: tuple[str, ...], value: Any) -> None:
+    for name in path[:-1]:
+        node = getattr(node, name)
+    setattr(node, path[-1], value)
+
+
 def styled(figure: go.Figure, title: str, x_title: str = "", y_title: str = "") -> go.Figure:
     """The app's look: a title, axis titles with units, readable hover, no outside fonts."""
-    figure.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
-        font={"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 13},
-        margin={"l": 60, "r": 20, "t": 60, "b": 50},
-        hoverlabel={"namelength": -1},
-        legend={"orientation": "h", "y": -0.2},
-        colorway=SERIES_COLOURS,
-    )
-    if x_title:
-        figure.update_xaxes(title_text=x_title)
-    if y_title:
-        figure.update_yaxes(title_text=y_title)
+    # Attribute by attribute: update_layout parses every key as a path (~5 ms a figure).
+    layout = figure.layout
+    layout.title.text = title
+    for path, value in LOOK:
+        _set_leaf(layout, path, value)
+    for axis in figure.select_xaxes() if x_title else ():
+        axis.title.text = x_title
+    for axis in figure.select_yaxes() if y_title else ():
+        axis.title.text = y_title
     return figure
 
 

@@ -18,7 +18,7 @@ The package's modules: ``frames`` (scope, queries, frames), ``utilization``, ``m
 (inputs for the stored analyses), ``costs`` and ``chargeback``; callers import from here.
 """
 
-from accounting.selectors.chargeback import chargeback_report
+from accounting.selectors.chargeback import chargeback_frames, chargeback_report
 from accounting.selectors.costs import (
     COST_MONEY_COLUMNS,
     LOST_COST_PREFIX,
@@ -84,6 +84,7 @@ __all__ = [
     "add_labels",
     "apply_measured_usage",
     "assign_accounting_pools",
+    "chargeback_frames",
     "chargeback_report",
     "cost_report",
     "cost_rows_frame",

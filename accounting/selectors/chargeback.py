@@ -84,10 +84,46 @@ def _team_usage(
     return team_usage
 
 
+def chargeback_frames(
+    scope: AccountingScope, costs: PoolCosts
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`chargeback_report`'s rows (in its order) and bills as frames, before JSON (the
+    dashboards sum them); empty frames when no pool costs anything."""
+    if costs.units.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    team_usage = _team_usage(scope, costs, None)
+    charged, bills = _charged_frame(scope, costs.units, team_usage)
+    return charged.sort_values(["currency", "bucket_start"], kind="stable"), bills
+
+
 def _charged_rows(
     scope: AccountingScope, units: pd.DataFrame, team_usage: pd.DataFrame
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each team's charge per bill (currency × bucket), and each bill's total and charged sum."""
+    bill_keys = ["currency", "bucket_start"]
+    charged, bills = _charged_frame(scope, units, team_usage)
+    charged_by_bill = charged.groupby(bill_keys, sort=True)["chargeback_cost"].sum()
+    # Rows bill by bill in time order, as the report always listed them.
+    charged = charged.sort_values(bill_keys, kind="stable")
+    columns = [c for c in charged.columns if c not in ("currency", "bucket_start", "bucket_end")]
+    rows = json_rows(charged[[*columns, "currency", "bucket_start", "bucket_end"]])
+    totals = [
+        {
+            "currency": currency,
+            "bucket_start": json_value(bucket_start),
+            "bucket_end": json_value(bill["bucket_end"]),
+            "total_cost": float(bill["total_cost"]),
+            "charged_cost": float(charged_by_bill.get((currency, bucket_start), 0.0)),
+        }
+        for (currency, bucket_start), bill in bills.iterrows()
+    ]
+    return rows, totals
+
+
+def _charged_frame(
+    scope: AccountingScope, units: pd.DataFrame, team_usage: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each team's charge per bill (currency × bucket) and the bills with their totals."""
     pool_rows = units[
         ["unit", "currency", "bucket_start", "bucket_end", "total_cost"]
         + ["used_cost_per_card_hour", "allocated_card_hours"]
@@ -117,22 +153,7 @@ def _charged_rows(
     charged["bucket_end"] = bills["bucket_end"].reindex(bill_of_row).to_numpy()
     if scope.team is not None:
         charged = charged[charged["team"] == scope.team]
-    charged_by_bill = charged.groupby(bill_keys, sort=True)["chargeback_cost"].sum()
-    # Rows bill by bill in time order, as the report always listed them.
-    charged = charged.sort_values(bill_keys, kind="stable")
-    columns = [c for c in charged.columns if c not in ("currency", "bucket_start", "bucket_end")]
-    rows = json_rows(charged[[*columns, "currency", "bucket_start", "bucket_end"]])
-    totals = [
-        {
-            "currency": currency,
-            "bucket_start": json_value(bucket_start),
-            "bucket_end": json_value(bill["bucket_end"]),
-            "total_cost": float(bill["total_cost"]),
-            "charged_cost": float(charged_by_bill.get((currency, bucket_start), 0.0)),
-        }
-        for (currency, bucket_start), bill in bills.iterrows()
-    ]
-    return rows, totals
+    return charged, bills
 
 
 def _uncovered_rows(units: pd.DataFrame, bill_keys: list[str]) -> pd.DataFrame:

@@ -50,8 +50,8 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
         for column, label in data.COST_PARTS.items():
             figure.add_trace(
                 go.Bar(
-                    x=rows[group].astype(str),
-                    y=rows[column],
+                    x=rows[group].astype(str).to_numpy(),
+                    y=rows[column].to_numpy(),
                     name=label,
                     legendgroup=column,
                     showlegend=col == 1,
@@ -81,8 +81,8 @@ def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
             fleet = cluster == data.ALL_CLUSTERS
             figure.add_trace(
                 go.Scatter(
-                    x=rows["bucket_start"],
-                    y=rows["cost_per_effective_pflop_day"],
+                    x=rows["bucket_start"].to_numpy(),
+                    y=rows["cost_per_effective_pflop_day"].to_numpy(),
                     name=f"{cluster} ({currency})",
                     mode="lines+markers",
                     line={
@@ -120,8 +120,8 @@ def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
         ):
             figure.add_trace(
                 go.Bar(
-                    y=rows["team"],
-                    x=rows[column],
+                    y=rows["team"].to_numpy(),
+                    x=rows[column].to_numpy(),
                     name=label,
                     legendgroup=column,
                     showlegend=row == 1,
@@ -219,6 +219,7 @@ def costs_dashboard(request):
         idle_rule_words=period_forms.IDLE_RULE_WORDS[query["idle_rule"]],
         warnings=page["warnings"],
         converted=_converted(request, totals, query),
+        rollups=period_forms.rollups_of(form),  # for the range presets, read once
     )
     return render(request, "frontend/dashboards/costs.html", context)
 

@@ -59,6 +59,9 @@ class ClusterChoiceField(forms.ModelChoiceField):
 class PeriodForm(forms.Form):
     """Period and cluster, shared by both pages; bad values are errors naming the field."""
 
+    # The fleet-wide rollup status read for a default period (the page shows it again).
+    rollups: dict | None = None
+
     start = forms.DateField(
         label="Period from",
         required=False,
@@ -87,6 +90,7 @@ class PeriodForm(forms.Form):
         end = data.get("end")
         start = data.get("start")
         status = rollup_status() if end is None or start is None else {}
+        self.rollups = status or None
         if end is None:
             last_day = status["last_day"]
             end = (
@@ -107,6 +111,11 @@ class PeriodForm(forms.Form):
             self.add_error("end", f"The period is longer than {MAX_PERIOD_DAYS} days.")
         data["start"], data["end"] = start, end
         return data
+
+
+def rollups_of(form: PeriodForm) -> dict:
+    """The fleet-wide rollup status: the one the form read for its defaults, else read now."""
+    return form.rollups or rollup_status()
 
 
 def _year_before(day: dt.date) -> dt.date:

@@ -41,8 +41,8 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
             rows = rows.reset_index()
         figure.add_trace(
             go.Scatter(
-                x=rows["bucket_start"],
-                y=rows["utilization_pct"],
+                x=rows["bucket_start"].to_numpy(),
+                y=rows["utilization_pct"].to_numpy(),
                 name=str(name),
                 mode="lines+markers",
                 line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
@@ -98,8 +98,8 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     for column, (label, colour) in BREAKDOWN_PARTS.items():
         figure.add_trace(
             go.Bar(
-                x=frame["cluster"],
-                y=frame[column],
+                x=frame["cluster"].to_numpy(),
+                y=frame[column].to_numpy(),
                 name=label,
                 marker_color=colour,
                 customdata=targets,
@@ -166,7 +166,9 @@ def usage_dashboard(request):
             )
         ],
         coverage_notes=page.get("coverage_notes", []),
-        rollups=rollup_status(cluster_ids),
+        rollups=(
+            period_forms.rollups_of(form) if cluster_ids is None else rollup_status(cluster_ids)
+        ),
         sreport_count=sreports.count(),
     )
     return render(request, "frontend/dashboards/usage.html", context)

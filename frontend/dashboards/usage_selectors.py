@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.http import HttpRequest
@@ -314,15 +315,15 @@ def chargeback(view: View) -> pd.DataFrame:
     def compute() -> pd.DataFrame:
         # Charged per calendar month (how bills go out), whatever the charts' granularity.
         scope = scope_of(data, CHARGEBACK_GRANULARITY, ("cluster",))
-        costs = _pool_costs(view, CHARGEBACK_GRANULARITY)
-        report = selectors.chargeback_report(scope, costs=costs)
-        rows = pd.DataFrame(report["rows"])
+        # The report's rows and bills without its JSON round trip (NaN and ±inf as JSON has
+        # them: no value).
+        rows, bills = selectors.chargeback_frames(scope, _pool_costs(view, CHARGEBACK_GRANULARITY))
         if rows.empty:
-            return rows
-        summed = rows.groupby(["team", "currency"], as_index=False, sort=True)[
-            ["used_card_hours", "used_cost", "idle_cost_share", "chargeback_cost"]
-        ].sum()
-        totals = pd.DataFrame(report["totals"]).groupby("currency")["total_cost"].sum()
+            return pd.DataFrame()
+        money = ["used_card_hours", "used_cost", "idle_cost_share", "chargeback_cost"]
+        rows = rows.assign(**{name: _finite(rows[name]) for name in money})
+        summed = rows.groupby(["team", "currency"], as_index=False, sort=True)[money].sum()
+        totals = _finite(bills["total_cost"]).groupby(level="currency").sum()
         summed["share_of_total_pct"] = (
             summed["chargeback_cost"] / summed["currency"].map(totals) * 100.0
         )
@@ -330,6 +331,10 @@ def chargeback(view: View) -> pd.DataFrame:
 
     frame = memo(view, ("chargeback", data["idle_rule"], _key(data)), compute)
     return scope_frame(frame, view_teams(view))
+
+
+def _finite(values: pd.Series) -> pd.Series:
+    return values.astype("float64").replace([np.inf, -np.inf], np.nan)
 
 
 def sorted_chargeback(view: View, sort: str) -> pd.DataFrame:
