@@ -26,6 +26,7 @@ from planner.money import money_by_currency, without_mixed_money
 from planner.serving_factors import (
     SERVING_COLUMNS,
     SERVING_NOTE,
+    aggregate_labels,
     apply_serving_factors,
     with_serving_columns,
 )
@@ -158,6 +159,14 @@ def _aggregate(frame: pd.DataFrame, by: list[str]) -> list[dict]:
             [{"site_id": "site", "cluster_id": "cluster"}[by[-1]]]
         ]
         summary = summary.join(names, on=by)
+        # Which definitions the aggregated MFU and effective time blend (serving_factors).
+        labels = pd.DataFrame(
+            [
+                {**dict(zip(by, key, strict=True)), **aggregate_labels(definitions)}
+                for key, definitions in frame.groupby(by)["factor_definitions"]
+            ]
+        ).set_index(by)
+        summary = summary.join(labels, on=by)
     return json_rows(summary, index=True)
 
 
@@ -191,6 +200,7 @@ def summarise(analysis: Analysis, parts) -> tuple[dict, dict]:
         frame[f"{name}_provenance"] = frame[f"{name}_provenance"].astype(str)
     summary = json_rows(aggregate_factors(frame, None), index=True)[0]
     summary["currency"] = frame["currency"].iloc[0] if frame["currency"].nunique() == 1 else None
+    summary.update(aggregate_labels(frame["factor_definitions"]))
     summary["coverage"] = scope_coverage_summary(frame)
     summary["notes"] = inference_notes(frame) + sorted(
         set(frame.get("cost_reason", pd.Series(dtype=object)).dropna())

@@ -219,6 +219,27 @@ TRAINING_ONLY_COLUMNS = (
 )
 
 
+# A scope with both kinds of pool: its aggregated factor is a blend of the two definitions.
+MIXED_LABELS = {
+    **FACTOR_LABELS,
+    "mfu": "MFU / MBU",
+    "effective_time": "Effective training time / availability",
+}
+
+
+def aggregate_labels(definitions: pd.Series) -> dict[str, str]:
+    """`mfu_label`, `effective_time_label` of a scope from its pools' `factor_definitions`."""
+    kinds = set(definitions.dropna().astype(str))
+    labels = (
+        SERVING_LABELS
+        if kinds == {"serving"}
+        else MIXED_LABELS
+        if "serving" in kinds
+        else FACTOR_LABELS
+    )
+    return {f"{name}_label": labels[name] for name in ("mfu", "effective_time")}
+
+
 def label_columns(result: pd.DataFrame, rows: np.ndarray) -> None:
     """`factor_definitions` and the labels pages show for mfu and effective_time."""
     result["factor_definitions"] = np.where(rows, "serving", "training")
