@@ -77,6 +77,7 @@ def pool_costs(
             accelerator_id=scope.accelerator_id,
         )
     inventory, usage = _costed_inventory_and_usage(inputs.inventory, usage, warnings)
+    warnings.extend(serving_pool_notes(inventory))
     empty = PoolCosts(pd.DataFrame(), edges, usage, warnings)
     if inventory.empty:
         return empty
@@ -108,6 +109,22 @@ def _unpriced_notes(priced: pd.DataFrame) -> list[str]:
         f"{unpriced_reason(name).capitalize()}; it is left out of the totals and charged to "
         "no team."
         for name in sorted(names)
+    ]
+
+
+def serving_pool_notes(inventory: pd.DataFrame) -> list[str]:
+    """Inference pools are scored with serving factors only by analyses: say so here."""
+    if "pool_purpose" not in inventory:
+        return []
+    names = sorted(set(inventory.loc[inventory["pool_purpose"] == "inference", "pool_name"]))
+    if not names:
+        return []
+    return [
+        f"Inference pool{'s' if len(names) > 1 else ''} {', '.join(names)}: cost and "
+        "utilization here are measured as for any pool, but the factors and money lost use "
+        "the training definitions (MFU, scaling, effective training time); analyses score "
+        "serving pools with MBU and availability (docs/efficiency-model.md, "
+        "“Serving pools”)."
     ]
 
 

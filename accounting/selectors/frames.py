@@ -118,6 +118,8 @@ def inventory_frame(
             "cluster": "pool__cluster_id",
             "cluster_name": "pool__cluster__name",
             "site": "pool__cluster__site_id",
+            "pool_name": "pool__name",
+            "pool_purpose": "pool__purpose",
             "commissioned_on": "pool__cluster__commissioned_on",
             "accelerator_id": "accelerator_id",
             "accelerator_model": "accelerator__name",

@@ -243,3 +243,31 @@ def test_union_hours_merges_spans_inside_the_period():
     day = dt.timedelta(days=1)
     spans = [(START - day, START + 2 * day), (START + day, START + 3 * day), (END - day, END + day)]
     assert union_hours(spans, START, END) == pytest.approx((3 + 1) * 24)
+
+
+def test_aggregates_name_the_definitions_they_blend(
+    serving_pool, django_capture_on_commit_callbacks
+):
+    # alpha holds a training pool and the serving pool: its cluster and the fleet blend the
+    # two definitions and say so; a scope of serving pools only would read MBU.
+    _, analysis = rows_of(django_capture_on_commit_callbacks)
+    results = analysis.results
+    for row in (results["summary"], *results["clusters"], *results["sites"]):
+        assert row["mfu_label"] == "MFU / MBU"
+        assert row["effective_time_label"] == "Effective training time / availability"
+    Pool.objects.filter(purpose="training").delete()
+    _, analysis = rows_of(django_capture_on_commit_callbacks)
+    assert analysis.results["summary"]["mfu_label"] == "MBU"
+    assert analysis.results["clusters"][0]["effective_time_label"] == "Availability"
+
+
+def test_costs_say_their_factors_for_serving_pools_are_training_ones(serving_pool):
+    from accounting import selectors
+
+    report = selectors.cost_report(selectors.AccountingScope(START, END, "total"))
+    [note] = [w for w in report["warnings"] if w.startswith("Inference pool serving:")]
+    assert "training definitions" in note and "MBU and availability" in note
+    serving_pool.purpose = "training"
+    serving_pool.save()
+    report = selectors.cost_report(selectors.AccountingScope(START, END, "total"))
+    assert not [w for w in report["warnings"] if w.startswith("Inference pool")]
