@@ -31,7 +31,7 @@ from planner.engine.cost import (
     cost_per_effective_pflop_day,
     waste_by_factor,
 )
-from planner.engine.evaluate import evaluate_pools
+from planner.engine.evaluate import evaluate_money_inputs, evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 
 
@@ -58,13 +58,19 @@ COST_MONEY_COLUMNS: tuple[str, ...] = (
 
 
 def pool_costs(
-    scope: AccountingScope, usage: pd.DataFrame | None = None, inputs: ScopeInputs | None = None
+    scope: AccountingScope,
+    usage: pd.DataFrame | None = None,
+    inputs: ScopeInputs | None = None,
+    *,
+    money_only: bool = False,
 ) -> PoolCosts:
     """Money of every pool in scope per bucket, with the engine's factors (measured inputs).
 
     A pool's cost is over its in-service card-hours (idle cards cost as much as busy ones),
     at the cluster's ownership or rental price plus energy at the site's tariff and PUE.
     ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
+    ``money_only``: what a chargeback reads (:data:`MONEY_ONLY_COLUMNS`, equal to the full
+    run's), without the factors, losses and effective compute (no MFU or strategy search).
     """
     edges = scope.edges()
     inputs = inputs or scope_inputs(scope)
@@ -92,8 +98,8 @@ def pool_costs(
     ).reset_index(drop=True)
     if measured.empty:
         return empty
-    units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured)
-    priced = _priced_units(units, groups, evaluated, warnings)
+    units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured, money_only)
+    priced = (_money_units if money_only else _priced_units)(units, groups, evaluated, warnings)
     warnings.extend(_unpriced_notes(priced))
     return PoolCosts(priced, edges, usage, warnings)
 
@@ -134,9 +140,14 @@ def _costed_inventory_and_usage(
 
 
 def _evaluated_units(
-    scope: AccountingScope, usage: pd.DataFrame, inventory: pd.DataFrame, measured: pd.DataFrame
+    scope: AccountingScope,
+    usage: pd.DataFrame,
+    inventory: pd.DataFrame,
+    measured: pd.DataFrame,
+    money_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """One engine "pool" per pool × bucket, with the measured inputs, through the engine."""
+    """One engine "pool" per pool × bucket, with the measured inputs, through the engine
+    (``money_only``: only its PUE and utilization, which measured MFU does not change)."""
     # The engine's pool inputs (site, cluster and pool settings with their overrides).
     cluster_ids = sorted(inventory["cluster"].unique().tolist())
     pools = pool_frame([int(cluster_id) for cluster_id in cluster_ids], None, 1.0)
@@ -145,7 +156,8 @@ def _evaluated_units(
     if scope.accelerator_id is not None:
         name = AcceleratorModel.objects.get(pk=scope.accelerator_id).name
         groups = groups[groups["accelerator"] == name]
-    groups = fill_measured_mfu(groups, measured_group_mfu(usage, inventory))
+    if not money_only:
+        groups = fill_measured_mfu(groups, measured_group_mfu(usage, inventory))
     units = measured.merge(pools, left_on="pool", right_on="pool_id", how="inner")
     units["unit"] = np.arange(len(units))
     units["duration_h"] = units["bucket_hours"]
@@ -165,7 +177,8 @@ def _evaluated_units(
     engine_pools = engine_pools.drop(
         columns=[c for c in ("cluster", "pool", "site") if c in engine_pools], errors="ignore"
     )
-    evaluated = evaluate_pools(
+    evaluate = evaluate_money_inputs if money_only else evaluate_pools
+    evaluated = evaluate(
         unit_groups.rename(columns={"unit": "pool_id"}), engine_pools.set_index("pool_id")
     )
     return units, groups, evaluated
@@ -187,14 +200,14 @@ _UNIT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _priced_units(
-    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
-) -> pd.DataFrame:
-    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor.
-
-    Units of hours without usage records (``covered`` false) are priced at the engine's
-    utilization, and carry no measured figure: allocated, idle, factors and losses are NaN.
-    """
+def _priced_hours(
+    units: pd.DataFrame,
+    groups: pd.DataFrame,
+    evaluated: pd.DataFrame,
+    warnings: list[str],
+    effective_utilization: pd.Series,
+) -> tuple[pd.Series, pd.Series, pd.DataFrame, pd.DataFrame]:
+    """(card-hours, allocated card-hours, cost inputs, costs) per unit: the one money path."""
     covered = units["covered"].astype(bool)
     in_service = units["in_service_card_hours"]
     of_unit = units["unit"]
@@ -214,7 +227,56 @@ def _priced_units(
         card_hours=card_hours,
         allocated_card_hours=allocated,
         pue=of_unit.map(evaluated["pue"]),
-        effective_utilization=of_unit.map(evaluated["product"]),
+        effective_utilization=effective_utilization,
+    )
+    return card_hours, allocated, cost_input, costs
+
+
+# What a money-only run gives per unit (the chargeback's inputs), equal to the full run's.
+MONEY_ONLY_COLUMNS: tuple[str, ...] = (
+    *_UNIT_COLUMNS,
+    "card_hours",
+    "allocated_card_hours",
+    "cost_basis",
+    "total_cost",
+    "used_cost_per_card_hour",
+    "covered",
+    "uncovered_card_hours",
+    "uncovered_cost",
+)
+
+
+def _money_units(
+    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
+) -> pd.DataFrame:
+    """:func:`_priced_units`' :data:`MONEY_ONLY_COLUMNS` (no effective compute is priced)."""
+    no_data = pd.Series(np.nan, index=units.index)
+    card_hours, allocated, _, costs = _priced_hours(units, groups, evaluated, warnings, no_data)
+    priced = pd.concat(
+        [
+            units[list(_UNIT_COLUMNS)],
+            pd.DataFrame({"card_hours": card_hours, "allocated_card_hours": allocated}),
+            costs[["cost_basis", "total_cost", "used_cost_per_card_hour"]],
+        ],
+        axis=1,
+    )
+    return _without_measured_figures(priced, units["covered"].astype(bool))[
+        list(MONEY_ONLY_COLUMNS)
+    ]
+
+
+def _priced_units(
+    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
+) -> pd.DataFrame:
+    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor.
+
+    Units of hours without usage records (``covered`` false) are priced at the engine's
+    utilization, and carry no measured figure: allocated, idle, factors and losses are NaN.
+    """
+    covered = units["covered"].astype(bool)
+    of_unit = units["unit"]
+    card_hours, allocated, cost_input, costs = _priced_hours(
+        units, groups, evaluated, warnings, of_unit.map(evaluated["product"])
     )
     lost_share = of_unit.map(evaluated["lost_share"])
     shares = pd.DataFrame(
@@ -267,9 +329,10 @@ def _without_measured_figures(priced: pd.DataFrame, covered: pd.Series) -> pd.Da
     priced["uncovered_cost"] = priced["total_cost"].where(~covered, 0.0)
     if covered.all():
         return priced
-    priced.loc[~covered, list(_RECORDS_ONLY_COLUMNS)] = np.nan
+    priced.loc[~covered, [c for c in _RECORDS_ONLY_COLUMNS if c in priced]] = np.nan
     for name in FACTOR_NAMES:
-        priced.loc[~covered, f"{name}_provenance"] = "no data"
+        if f"{name}_provenance" in priced:
+            priced.loc[~covered, f"{name}_provenance"] = "no data"
     return priced
 
 
