@@ -82,7 +82,7 @@ def pool_costs(
             scope.period_end,
             accelerator_id=scope.accelerator_id,
         )
-    inventory, usage = _costed_inventory_and_usage(inputs.inventory, usage, warnings)
+    inventory, usage = _costed_inventory_and_usage(inputs, usage, warnings)
     empty = PoolCosts(pd.DataFrame(), edges, usage, warnings)
     if inventory.empty:
         return empty
@@ -98,7 +98,9 @@ def pool_costs(
     ).reset_index(drop=True)
     if measured.empty:
         return empty
-    units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured, money_only)
+    units, groups, evaluated = _evaluated_units(
+        scope, usage, inventory, measured, inputs, money_only
+    )
     priced = (_money_units if money_only else _priced_units)(units, groups, evaluated, warnings)
     warnings.extend(_unpriced_notes(priced))
     return PoolCosts(priced, edges, usage, warnings)
@@ -118,11 +120,13 @@ def _unpriced_notes(priced: pd.DataFrame) -> list[str]:
 
 
 def _costed_inventory_and_usage(
-    inventory: pd.DataFrame, usage: pd.DataFrame, warnings: list[str]
+    inputs: ScopeInputs, usage: pd.DataFrame, warnings: list[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leave out clusters with invalid inventory and usage without inventory, saying so."""
+    inventory = inputs.inventory
     # Error boundary: a cluster with out-of-range inventory is named and left out, not fatal.
-    invalid = invalid_clusters(inventory["cluster"].unique())
+    ids = inventory["cluster"].unique()
+    invalid = inputs.read_once(("invalid", *sorted(ids)), lambda: invalid_clusters(ids))
     if invalid:
         notes = sorted({*invalid.values()})
         warnings.extend(f"{note}; left out until corrected." for note in notes)
@@ -144,13 +148,14 @@ def _evaluated_units(
     usage: pd.DataFrame,
     inventory: pd.DataFrame,
     measured: pd.DataFrame,
+    inputs: ScopeInputs,
     money_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """One engine "pool" per pool × bucket, with the measured inputs, through the engine
     (``money_only``: only its PUE and utilization, which measured MFU does not change)."""
     # The engine's pool inputs (site, cluster and pool settings with their overrides).
-    cluster_ids = sorted(inventory["cluster"].unique().tolist())
-    pools = pool_frame([int(cluster_id) for cluster_id in cluster_ids], None, 1.0)
+    cluster_ids = [int(cluster_id) for cluster_id in sorted(inventory["cluster"].unique())]
+    pools = inputs.read_once(("pools", *cluster_ids), lambda: pool_frame(cluster_ids, None, 1.0))
     pools = pools[pools["pool_id"].isin(measured["pool"])]
     groups = node_group_frame(pools["pool_id"].tolist())
     if scope.accelerator_id is not None:
