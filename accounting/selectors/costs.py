@@ -31,7 +31,7 @@ from planner.engine.cost import (
     cost_per_effective_pflop_day,
     waste_by_factor,
 )
-from planner.engine.evaluate import evaluate_pools
+from planner.engine.evaluate import evaluate_money_inputs, evaluate_pools
 from planner.engine.factors import FACTOR_NAMES
 
 
@@ -58,13 +58,19 @@ COST_MONEY_COLUMNS: tuple[str, ...] = (
 
 
 def pool_costs(
-    scope: AccountingScope, usage: pd.DataFrame | None = None, inputs: ScopeInputs | None = None
+    scope: AccountingScope,
+    usage: pd.DataFrame | None = None,
+    inputs: ScopeInputs | None = None,
+    *,
+    money_only: bool = False,
 ) -> PoolCosts:
     """Money of every pool in scope per bucket, with the engine's factors (measured inputs).
 
     A pool's cost is over its in-service card-hours (idle cards cost as much as busy ones),
     at the cluster's ownership or rental price plus energy at the site's tariff and PUE.
     ``usage`` and ``inputs`` as in :func:`measured_utilization` (every team's usage).
+    ``money_only``: what a chargeback reads (:data:`MONEY_ONLY_COLUMNS`, equal to the full
+    run's), without the factors, losses and effective compute (no MFU or strategy search).
     """
     edges = scope.edges()
     inputs = inputs or scope_inputs(scope)
@@ -76,7 +82,7 @@ def pool_costs(
             scope.period_end,
             accelerator_id=scope.accelerator_id,
         )
-    inventory, usage = _costed_inventory_and_usage(inputs.inventory, usage, warnings)
+    inventory, usage = _costed_inventory_and_usage(inputs, usage, warnings)
     warnings.extend(serving_pool_notes(inventory))
     empty = PoolCosts(pd.DataFrame(), edges, usage, warnings)
     if inventory.empty:
@@ -93,8 +99,10 @@ def pool_costs(
     ).reset_index(drop=True)
     if measured.empty:
         return empty
-    units, groups, evaluated = _evaluated_units(scope, usage, inventory, measured)
-    priced = _priced_units(units, groups, evaluated, warnings)
+    units, groups, evaluated = _evaluated_units(
+        scope, usage, inventory, measured, inputs, money_only
+    )
+    priced = (_money_units if money_only else _priced_units)(units, groups, evaluated, warnings)
     warnings.extend(_unpriced_notes(priced))
     return PoolCosts(priced, edges, usage, warnings)
 
@@ -129,11 +137,13 @@ def serving_pool_notes(inventory: pd.DataFrame) -> list[str]:
 
 
 def _costed_inventory_and_usage(
-    inventory: pd.DataFrame, usage: pd.DataFrame, warnings: list[str]
+    inputs: ScopeInputs, usage: pd.DataFrame, warnings: list[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Leave out clusters with invalid inventory and usage without inventory, saying so."""
+    inventory = inputs.inventory
     # Error boundary: a cluster with out-of-range inventory is named and left out, not fatal.
-    invalid = invalid_clusters(inventory["cluster"].unique())
+    ids = inventory["cluster"].unique()
+    invalid = inputs.read_once(("invalid", *sorted(ids)), lambda: invalid_clusters(ids))
     if invalid:
         notes = sorted({*invalid.values()})
         warnings.extend(f"{note}; left out until corrected." for note in notes)
@@ -151,18 +161,25 @@ def _costed_inventory_and_usage(
 
 
 def _evaluated_units(
-    scope: AccountingScope, usage: pd.DataFrame, inventory: pd.DataFrame, measured: pd.DataFrame
+    scope: AccountingScope,
+    usage: pd.DataFrame,
+    inventory: pd.DataFrame,
+    measured: pd.DataFrame,
+    inputs: ScopeInputs,
+    money_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """One engine "pool" per pool × bucket, with the measured inputs, through the engine."""
+    """One engine "pool" per pool × bucket, with the measured inputs, through the engine
+    (``money_only``: only its PUE and utilization, which measured MFU does not change)."""
     # The engine's pool inputs (site, cluster and pool settings with their overrides).
-    cluster_ids = sorted(inventory["cluster"].unique().tolist())
-    pools = pool_frame([int(cluster_id) for cluster_id in cluster_ids], None, 1.0)
+    cluster_ids = [int(cluster_id) for cluster_id in sorted(inventory["cluster"].unique())]
+    pools = inputs.read_once(("pools", *cluster_ids), lambda: pool_frame(cluster_ids, None, 1.0))
     pools = pools[pools["pool_id"].isin(measured["pool"])]
     groups = node_group_frame(pools["pool_id"].tolist())
     if scope.accelerator_id is not None:
         name = AcceleratorModel.objects.get(pk=scope.accelerator_id).name
         groups = groups[groups["accelerator"] == name]
-    groups = fill_measured_mfu(groups, measured_group_mfu(usage, inventory))
+    if not money_only:
+        groups = fill_measured_mfu(groups, measured_group_mfu(usage, inventory))
     units = measured.merge(pools, left_on="pool", right_on="pool_id", how="inner")
     units["unit"] = np.arange(len(units))
     units["duration_h"] = units["bucket_hours"]
@@ -182,7 +199,8 @@ def _evaluated_units(
     engine_pools = engine_pools.drop(
         columns=[c for c in ("cluster", "pool", "site") if c in engine_pools], errors="ignore"
     )
-    evaluated = evaluate_pools(
+    evaluate = evaluate_money_inputs if money_only else evaluate_pools
+    evaluated = evaluate(
         unit_groups.rename(columns={"unit": "pool_id"}), engine_pools.set_index("pool_id")
     )
     return units, groups, evaluated
@@ -204,14 +222,14 @@ _UNIT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _priced_units(
-    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
-) -> pd.DataFrame:
-    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor.
-
-    Units of hours without usage records (``covered`` false) are priced at the engine's
-    utilization, and carry no measured figure: allocated, idle, factors and losses are NaN.
-    """
+def _priced_hours(
+    units: pd.DataFrame,
+    groups: pd.DataFrame,
+    evaluated: pd.DataFrame,
+    warnings: list[str],
+    effective_utilization: pd.Series,
+) -> tuple[pd.Series, pd.Series, pd.DataFrame, pd.DataFrame]:
+    """(card-hours, allocated card-hours, cost inputs, costs) per unit: the one money path."""
     covered = units["covered"].astype(bool)
     in_service = units["in_service_card_hours"]
     of_unit = units["unit"]
@@ -231,7 +249,56 @@ def _priced_units(
         card_hours=card_hours,
         allocated_card_hours=allocated,
         pue=of_unit.map(evaluated["pue"]),
-        effective_utilization=of_unit.map(evaluated["product"]),
+        effective_utilization=effective_utilization,
+    )
+    return card_hours, allocated, cost_input, costs
+
+
+# What a money-only run gives per unit (the chargeback's inputs), equal to the full run's.
+MONEY_ONLY_COLUMNS: tuple[str, ...] = (
+    *_UNIT_COLUMNS,
+    "card_hours",
+    "allocated_card_hours",
+    "cost_basis",
+    "total_cost",
+    "used_cost_per_card_hour",
+    "covered",
+    "uncovered_card_hours",
+    "uncovered_cost",
+)
+
+
+def _money_units(
+    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
+) -> pd.DataFrame:
+    """:func:`_priced_units`' :data:`MONEY_ONLY_COLUMNS` (no effective compute is priced)."""
+    no_data = pd.Series(np.nan, index=units.index)
+    card_hours, allocated, _, costs = _priced_hours(units, groups, evaluated, warnings, no_data)
+    priced = pd.concat(
+        [
+            units[list(_UNIT_COLUMNS)],
+            pd.DataFrame({"card_hours": card_hours, "allocated_card_hours": allocated}),
+            costs[["cost_basis", "total_cost", "used_cost_per_card_hour"]],
+        ],
+        axis=1,
+    )
+    return _without_measured_figures(priced, units["covered"].astype(bool))[
+        list(MONEY_ONLY_COLUMNS)
+    ]
+
+
+def _priced_units(
+    units: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame, warnings: list[str]
+) -> pd.DataFrame:
+    """Money per unit on the one money path (`inventory.frames.price_pools`), lost per factor.
+
+    Units of hours without usage records (``covered`` false) are priced at the engine's
+    utilization, and carry no measured figure: allocated, idle, factors and losses are NaN.
+    """
+    covered = units["covered"].astype(bool)
+    of_unit = units["unit"]
+    card_hours, allocated, cost_input, costs = _priced_hours(
+        units, groups, evaluated, warnings, of_unit.map(evaluated["product"])
     )
     lost_share = of_unit.map(evaluated["lost_share"])
     shares = pd.DataFrame(
@@ -284,9 +351,10 @@ def _without_measured_figures(priced: pd.DataFrame, covered: pd.Series) -> pd.Da
     priced["uncovered_cost"] = priced["total_cost"].where(~covered, 0.0)
     if covered.all():
         return priced
-    priced.loc[~covered, list(_RECORDS_ONLY_COLUMNS)] = np.nan
+    priced.loc[~covered, [c for c in _RECORDS_ONLY_COLUMNS if c in priced]] = np.nan
     for name in FACTOR_NAMES:
-        priced.loc[~covered, f"{name}_provenance"] = "no data"
+        if f"{name}_provenance" in priced:
+            priced.loc[~covered, f"{name}_provenance"] = "no data"
     return priced
 
 

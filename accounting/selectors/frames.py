@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -277,6 +278,13 @@ class ScopeInputs:
     site_of_cluster: dict[int, int] | None = None  # read on first use
     notes: list[str] = field(default_factory=list)
     uncut_inventory: pd.DataFrame | None = None
+    # Inventory reads of the cost runs (any granularity), by key: made once per scope.
+    reads: dict[tuple, Any] = field(default_factory=dict)
+
+    def read_once(self, key: tuple, read: Callable[[], Any]) -> Any:
+        if key not in self.reads:
+            self.reads[key] = read()
+        return self.reads[key]
 
     def sites(self) -> dict[int, int]:
         if self.site_of_cluster is None:

@@ -48,17 +48,21 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     for figure, currency, rows, row, col in currency_panels(frame):
         targets = rows[["currency"]].assign(url=rows[group].map(urls))
         for column, label in data.COST_PARTS.items():
+            # Traces as dicts: a go.Bar would be validated twice (when built, when added).
             figure.add_trace(
-                go.Bar(
-                    x=rows[group].astype(str).to_numpy(),
-                    y=rows[column].to_numpy(),
-                    name=label,
-                    legendgroup=column,
-                    showlegend=col == 1,
-                    marker_color=PART_COLOURS[column],
-                    customdata=targets.to_numpy(dtype=object),
-                    hovertemplate=f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>",
-                ),
+                {
+                    "type": "bar",
+                    "x": rows[group].astype(str).to_numpy(),
+                    "y": rows[column].to_numpy(),
+                    "name": label,
+                    "legendgroup": column,
+                    "showlegend": col == 1,
+                    "marker": {"color": PART_COLOURS[column]},
+                    "customdata": targets.to_numpy(dtype=object),
+                    "hovertemplate": (
+                        f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>"
+                    ),
+                },
                 row=row,
                 col=col,
             )
@@ -80,24 +84,25 @@ def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
         for cluster, rows in rows_of_currency.groupby("cluster", sort=False):
             fleet = cluster == data.ALL_CLUSTERS
             figure.add_trace(
-                go.Scatter(
-                    x=rows["bucket_start"].to_numpy(),
-                    y=rows["cost_per_effective_pflop_day"].to_numpy(),
-                    name=f"{cluster} ({currency})",
-                    mode="lines+markers",
-                    line={
+                {
+                    "type": "scatter",
+                    "x": rows["bucket_start"].to_numpy(),
+                    "y": rows["cost_per_effective_pflop_day"].to_numpy(),
+                    "name": f"{cluster} ({currency})",
+                    "mode": "lines+markers",
+                    "line": {
                         "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
                         "dash": "dash" if fleet else "solid",
                     },
-                    customdata=rows[["total_cost", "effective_pflop_days"]]
+                    "customdata": rows[["total_cost", "effective_pflop_days"]]
                     .assign(url=targets[cluster])
                     .to_numpy(dtype=object),
-                    hovertemplate=(
+                    "hovertemplate": (
                         f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
                         f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
                         "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
                     ),
-                ),
+                },
                 row=row,
                 col=col,
             )
@@ -119,19 +124,20 @@ def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
             ("idle_cost_share", "Idle share", "#a8c5e6"),
         ):
             figure.add_trace(
-                go.Bar(
-                    y=rows["team"].to_numpy(),
-                    x=rows[column].to_numpy(),
-                    name=label,
-                    legendgroup=column,
-                    showlegend=row == 1,
-                    orientation="h",
-                    marker_color=colour,
-                    customdata=rows[["currency"]].to_numpy(),
-                    hovertemplate=(
+                {
+                    "type": "bar",
+                    "y": rows["team"].to_numpy(),
+                    "x": rows[column].to_numpy(),
+                    "name": label,
+                    "legendgroup": column,
+                    "showlegend": row == 1,
+                    "orientation": "h",
+                    "marker": {"color": colour},
+                    "customdata": rows[["currency"]].to_numpy(),
+                    "hovertemplate": (
                         f"%{{y}}: {label.lower()} %{{x:,.0f}} %{{customdata[0]}}<extra></extra>"
                     ),
-                ),
+                },
                 row=row,
                 col=col,
             )

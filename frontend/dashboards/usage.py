@@ -39,23 +39,25 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
             # (a team without a row simply ran nothing there).
             rows = part.set_index("bucket_start").reindex(buckets).rename_axis("bucket_start")
             rows = rows.reset_index()
+        # Traces as dicts: a go.Scatter would be validated twice (when built, when added).
         figure.add_trace(
-            go.Scatter(
-                x=rows["bucket_start"].to_numpy(),
-                y=rows["utilization_pct"].to_numpy(),
-                name=str(name),
-                mode="lines+markers",
-                line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
+            {
+                "type": "scatter",
+                "x": rows["bucket_start"].to_numpy(),
+                "y": rows["utilization_pct"].to_numpy(),
+                "name": str(name),
+                "mode": "lines+markers",
+                "line": {"color": SERIES_COLOURS[index % len(SERIES_COLOURS)]},
                 # The last item is the drill-down target of every mark of this line.
-                customdata=rows[["allocated_card_hours", "available_card_hours"]]
+                "customdata": rows[["allocated_card_hours", "available_card_hours"]]
                 .assign(target=target)
                 .to_numpy(dtype=object),
-                hovertemplate=(
+                "hovertemplate": (
                     f"{GROUP_LABELS.get(group, group)} {name}<br>%{{x|%Y-%m-%d}}: "
                     "%{y:.1f} %<br>allocated %{customdata[0]:,.0f} of "
                     "%{customdata[1]:,.0f} card-hours<extra></extra>"
                 ),
-            )
+            }
         )
     return styled(
         figure,
@@ -71,17 +73,18 @@ def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
     )
     week_targets = [drilldown.week_chargeback_url(week) for week in table.columns]
     figure = go.Figure(
-        go.Heatmap(
-            x=[str(day) for day in table.columns],
-            y=list(table.index),
-            z=table.to_numpy(),
+        {
+            "type": "heatmap",
+            "x": [str(day) for day in table.columns],
+            "y": list(table.index),
+            "z": table.to_numpy(),
             # Drill-down: a cell opens that week's chargeback per team on Costs.
-            customdata=[week_targets] * len(table.index),
-            colorscale="Blues",
-            colorbar={"title": {"text": "Utilization (%)"}},
-            hovertemplate="%{y}, week of %{x}: %{z:.2f} %<br>(click: the week's chargeback)"
+            "customdata": [week_targets] * len(table.index),
+            "colorscale": "Blues",
+            "colorbar": {"title": {"text": "Utilization (%)"}},
+            "hovertemplate": "%{y}, week of %{x}: %{z:.2f} %<br>(click: the week's chargeback)"
             "<extra></extra>",
-        )
+        }
     )
     figure.update_xaxes(type="category")
     return styled(
@@ -97,14 +100,15 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     targets = drilldown.mark_urls("cluster", frame["cluster"], "usage")
     for column, (label, colour) in BREAKDOWN_PARTS.items():
         figure.add_trace(
-            go.Bar(
-                x=frame["cluster"].to_numpy(),
-                y=frame[column].to_numpy(),
-                name=label,
-                marker_color=colour,
-                customdata=targets,
-                hovertemplate=f"%{{x}}: {label.lower()} %{{y:,.0f}} card-hours<extra></extra>",
-            )
+            {
+                "type": "bar",
+                "x": frame["cluster"].to_numpy(),
+                "y": frame[column].to_numpy(),
+                "name": label,
+                "marker": {"color": colour},
+                "customdata": targets,
+                "hovertemplate": f"%{{x}}: {label.lower()} %{{y:,.0f}} card-hours<extra></extra>",
+            }
         )
     figure.update_layout(barmode="stack")
     return styled(figure, "Card-hours by state per cluster", "Cluster", "Card-hours")

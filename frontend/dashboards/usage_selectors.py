@@ -197,9 +197,10 @@ COST_PARTS = {
 }
 
 
-def _pool_costs(view: View, granularity: str) -> selectors.PoolCosts:
+def _pool_costs(view: View, granularity: str, money_only: bool = False) -> selectors.PoolCosts:
     """Every pool's money per bucket: one run serves the cost report and, monthly, the
-    chargeback (its usage then carries the teams)."""
+    chargeback (its usage then carries the teams). ``money_only``: only the chargeback's
+    columns (`selectors.pool_costs`), for pages whose charts are not monthly."""
     data = query(CostFilterForm, view)
 
     def compute() -> selectors.PoolCosts:
@@ -212,9 +213,9 @@ def _pool_costs(view: View, granularity: str) -> selectors.PoolCosts:
             edges=scope.edges(),
             granularity=granularity,
         )
-        return selectors.pool_costs(scope, usage, inputs=_inputs(view, data))
+        return selectors.pool_costs(scope, usage, inputs=_inputs(view, data), money_only=money_only)
 
-    return memo(view, ("pool-costs", granularity, _key(data)), compute)
+    return memo(view, ("pool-costs", granularity, money_only, _key(data)), compute)
 
 
 def _cost_units(view: View) -> pd.DataFrame:
@@ -317,7 +318,10 @@ def chargeback(view: View) -> pd.DataFrame:
         scope = scope_of(data, CHARGEBACK_GRANULARITY, ("cluster",))
         # The report's rows and bills without its JSON round trip (NaN and ±inf as JSON has
         # them: no value).
-        rows, bills = selectors.chargeback_frames(scope, _pool_costs(view, CHARGEBACK_GRANULARITY))
+        # A monthly page's charts need the full run; any other needs only the money.
+        money_only = data["granularity"] != CHARGEBACK_GRANULARITY
+        costs = _pool_costs(view, CHARGEBACK_GRANULARITY, money_only)
+        rows, bills = selectors.chargeback_frames(scope, costs)
         if rows.empty:
             return pd.DataFrame()
         money = ["used_card_hours", "used_cost", "idle_cost_share", "chargeback_cost"]

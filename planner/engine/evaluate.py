@@ -170,6 +170,20 @@ def evaluate_pools(
     return pd.DataFrame(out, index=ctx.labels)
 
 
+def evaluate_money_inputs(node_groups: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    """Only ``pue`` and ``utilization`` per pool, as :func:`evaluate_pools` gives them.
+
+    What pricing a pool needs (a chargeback prices hours, it reports no factor): the same
+    checked inputs and the same two steps, without MFU, scaling, strategies and attribution.
+    """
+    ctx = PoolContext(node_groups, pools)
+    energy = energy_step(ctx)
+    utilization = utilization_step(ctx, ctx.pool_cards * ctx.setting("duration_h"))
+    return pd.DataFrame(
+        {"pue": energy.extra["pue"], "utilization": utilization.value}, index=ctx.labels
+    )
+
+
 def _factor_columns(steps: Mapping[str, FactorStep], n_pools: int) -> dict[str, object]:
     out: dict[str, object] = {}
     for name in FACTOR_NAMES:
