@@ -384,6 +384,19 @@ class ServingLoad(models.Model):
     served and the model it served, so analyses can compare it with the cards' capacity
     (docs/efficiency-model.md, "Serving pools")."""
 
+    # What a user edits besides the pool, in order: shared by the API and the pool-page form.
+    EDITABLE_FIELDS = (
+        "period_start",
+        "period_end",
+        "served_tokens_per_s",
+        "model_params",
+        "weight_precision",
+        "kv_precision",
+        "input_tokens",
+        "output_tokens",
+        "notes",
+    )
+
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="serving_loads")
     period_start = models.DateTimeField()
     period_end = models.DateTimeField(help_text="Exclusive.")

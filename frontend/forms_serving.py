@@ -13,17 +13,7 @@ class ServingLoadForm(forms.ModelForm):
 
     class Meta:
         model = ServingLoad
-        fields = [
-            "period_start",
-            "period_end",
-            "served_tokens_per_s",
-            "model_params",
-            "weight_precision",
-            "kv_precision",
-            "input_tokens",
-            "output_tokens",
-            "notes",
-        ]
+        fields = list(ServingLoad.EDITABLE_FIELDS)
         help_texts = {
             "period_start": "UTC, e.g. 2026-11-01 or 2026-11-01 00:00.",
             "period_end": "UTC, exclusive.",

@@ -396,11 +396,11 @@ class NodeGroupCreateView(InitialFromQueryMixin, InventoryFormMixin, CreateView)
     initial_from_query = ("pool", "accelerator")
 
 
-class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
-    """Add a node group to the pool in the URL (the form on the pool page posts here)."""
+class PoolInUrlMixin:
+    """A form that adds something to the pool in the URL and goes back to its page;
+    ``pool_form_kwarg`` names the form's argument that receives the pool."""
 
-    model = NodeGroup
-    form_class = NodeGroupForm
+    pool_form_kwarg = "pool"
 
     def get_pool(self) -> Pool:
         if not hasattr(self, "_pool"):
@@ -409,10 +409,18 @@ class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
         return self._pool
 
     def get_form_kwargs(self):
-        return {**super().get_form_kwargs(), "fixed_pool": self.get_pool()}
+        return {**super().get_form_kwargs(), self.pool_form_kwarg: self.get_pool()}
 
     def get_success_url(self) -> str:
         return detail_url_of(self.get_pool())
+
+
+class PoolNodeGroupCreateView(PoolInUrlMixin, InventoryFormMixin, CreateView):
+    """Add a node group to the pool in the URL (the form on the pool page posts here)."""
+
+    model = NodeGroup
+    form_class = NodeGroupForm
+    pool_form_kwarg = "fixed_pool"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -422,24 +430,12 @@ class PoolNodeGroupCreateView(InventoryFormMixin, CreateView):
         return context
 
 
-class PoolServingLoadCreateView(PlannerRequiredMixin, CreateView):
+class PoolServingLoadCreateView(PoolInUrlMixin, PlannerRequiredMixin, CreateView):
     """Add a measured serving load to the inference pool in the URL (from the pool page)."""
 
     model = ServingLoad
     form_class = ServingLoadForm
     template_name = "frontend/inventory/form.html"
-
-    def get_pool(self) -> Pool:
-        if not hasattr(self, "_pool"):
-            queryset = Pool.objects.select_related("cluster__site")
-            self._pool = get_object_or_404(queryset, pk=self.kwargs["pk"])
-        return self._pool
-
-    def get_form_kwargs(self):
-        return {**super().get_form_kwargs(), "pool": self.get_pool()}
-
-    def get_success_url(self) -> str:
-        return detail_url_of(self.get_pool())
 
     def form_valid(self, form):
         response = super().form_valid(form)

@@ -31,22 +31,7 @@ class ServingLoadSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ServingLoad
-        fields = [
-            "id",
-            "pool",
-            "pool_name",
-            "period_start",
-            "period_end",
-            "served_tokens_per_s",
-            "model_params",
-            "weight_precision",
-            "kv_precision",
-            "input_tokens",
-            "output_tokens",
-            "notes",
-            "created",
-            "updated",
-        ]
+        fields = ["id", "pool", "pool_name", *ServingLoad.EDITABLE_FIELDS, "created", "updated"]
         read_only_fields = ["created", "updated"]
 
     def validate(self, attrs):

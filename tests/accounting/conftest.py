@@ -72,7 +72,7 @@ def sacct_text(lines: list[str] | None = None) -> str:
 def alpha(db):
     """The 16-card cluster described in the module docstring."""
     from inventory.catalog import load_catalog
-    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+    from inventory.models import AcceleratorModel, Cluster, Site
 
     load_catalog(AcceleratorModel)
     site = Site.objects.create(
@@ -90,15 +90,23 @@ def alpha(db):
         capital_cost_per_card=30_000.0,
         amortization_years=5.0,
     )
-    pool = Pool.objects.create(cluster=cluster, name="h100", planned_utilization=0.7)
+    add_h100_pool(cluster, "h100", nodes=2, planned_utilization=0.7)
+    return cluster
+
+
+def add_h100_pool(cluster, name: str, nodes: int = 1, **pool_fields):
+    """A pool of ``nodes`` 8-card H100 SXM5 80GB nodes in ``cluster`` (catalog loaded)."""
+    from inventory.models import AcceleratorModel, NodeGroup, Pool
+
+    pool = Pool.objects.create(cluster=cluster, name=name, **pool_fields)
     NodeGroup.objects.create(
         pool=pool,
-        name="h100-nodes",
+        name=f"{name}-nodes",
         accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
-        node_count=2,
+        node_count=nodes,
         cards_per_node=8,
     )
-    return cluster
+    return pool
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import datetime as dt
 
 import pandas as pd
 import pytest
-from django.utils import timezone
 
-from tests.frontend import usage_data
+from tests.frontend import test_dashboards_usage_costs as dashboard_tests
 
 pytestmark = pytest.mark.django_db
 
@@ -24,17 +23,8 @@ WIDE_START = dt.date(2024, 5, 1)
 WIDE_END = dt.date(2024, 10, 1)
 
 
-@pytest.fixture
-def usage(demo_fleet):
-    from accounting.rollups import refresh_usage_rollups
-
-    counts = usage_data.load_usage()
-    refresh_usage_rollups()
-    return counts
-
-
-def aware(day: dt.date) -> dt.datetime:
-    return timezone.make_aware(dt.datetime.combine(day, dt.time()))
+usage = dashboard_tests.usage  # the dashboard data of tests/frontend/usage_data.py
+aware = dashboard_tests.aware
 
 
 def both_runs(granularity: str, cluster_ids, idle_rule: str = "proportional"):

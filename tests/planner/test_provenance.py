@@ -20,14 +20,7 @@ END = dt.datetime(2024, 3, 31, tzinfo=dt.UTC)
 
 @pytest.fixture
 def with_inference(alpha):  # noqa: F811  (pytest passes the fixture above)
-    pool = Pool.objects.create(cluster=alpha, name="serving", purpose="inference")
-    NodeGroup.objects.create(
-        pool=pool,
-        name="serving-nodes",
-        accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
-        node_count=1,
-        cards_per_node=8,
-    )
+    accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
     return alpha
 
 

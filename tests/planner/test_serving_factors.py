@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from accounting.models import ServingLoad
-from inventory.models import AcceleratorModel, NodeGroup, Pool
+from inventory.models import AcceleratorModel, Pool
 from planner import services
 from planner.engine.factors import FACTOR_NAMES
 from planner.engine.inference.sizing import InferenceWorkload, evaluate_inference
@@ -33,15 +33,7 @@ REPAIR_H = 0.25  # planner.engine.defaults restart_h, the documented serving rep
 
 @pytest.fixture
 def serving_pool(alpha):  # noqa: F811  (pytest passes the fixture above)
-    pool = Pool.objects.create(cluster=alpha, name="serving", purpose="inference")
-    NodeGroup.objects.create(
-        pool=pool,
-        name="serving-nodes",
-        accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
-        node_count=1,
-        cards_per_node=8,
-    )
-    return pool
+    return accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
 
 
 def rows_of(django_capture_on_commit_callbacks) -> dict[str, dict]:
@@ -114,14 +106,7 @@ def test_without_a_load_mbu_is_the_default_and_availability_is_modeled(
 
 def test_a_training_pool_is_unchanged(alpha, django_capture_on_commit_callbacks):  # noqa: F811
     before, _ = rows_of(django_capture_on_commit_callbacks)
-    pool = Pool.objects.create(cluster=alpha, name="serving", purpose="inference")
-    NodeGroup.objects.create(
-        pool=pool,
-        name="serving-nodes",
-        accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
-        node_count=1,
-        cards_per_node=8,
-    )
+    pool = accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
     add_load(pool)
     after, _ = rows_of(django_capture_on_commit_callbacks)
     old, new = before["h100"], after["h100"]
