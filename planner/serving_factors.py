@@ -19,6 +19,7 @@ from accounting.models import ServingLoad
 from inventory.models import AcceleratorModel
 from planner.engine.aggregate import attribute_waste_arrays
 from planner.engine.coverage import MIN_COVERED_SHARE, measured_applies
+from planner.engine.coverage import union_hours as coverage_union_hours
 from planner.engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from planner.engine.inference import serving
 from planner.engine.inference.defaults import SERVING_REPAIR, serving_default
@@ -77,27 +78,55 @@ def best_option(cards: pd.DataFrame, load: ServingLoad, count: int) -> pd.Series
     return options.loc[options["capacity_tokens_per_s"].idxmax()]
 
 
-def load_capacity(groups: pd.DataFrame, pool_id, load: ServingLoad) -> dict:
-    """Modeled capacity (tokens/s), MBU at capacity and tp of the pool's cards for a load."""
-    capacity, moved, peak_bytes, tp = 0.0, 0.0, 0.0, np.nan
-    for name, count in card_counts(groups, pool_id).items():
-        card = AcceleratorModel.objects.filter(name=name).first()
-        option = None if card is None else best_option(card_frame([card]), load, count)
-        bandwidth = np.nan if card is None else float(card.memory_bandwidth_tbs or np.nan)
-        peak_bytes += count * bandwidth * 1e12
-        if option is None:
-            continue
-        kv_read = option["kv_bytes_per_token_per_card"] * (
-            load.input_tokens + load.output_tokens / 2.0
-        )
-        per_token = serving.bytes_per_token(
-            option["weight_gb_per_card"] * BYTES_PER_GB, option["tp"], option["batch"], kv_read
-        )
-        capacity += float(option["capacity_tokens_per_s"])
-        moved += float(option["capacity_tokens_per_s"] * per_token)
-        tp = int(option["tp"]) if np.isnan(tp) else max(tp, int(option["tp"]))
-    mbu = moved / peak_bytes if capacity > 0 and peak_bytes > 0 else np.nan
-    return {"capacity": capacity, "mbu": mbu, "tp": tp}
+def _model_of(load: ServingLoad) -> tuple:
+    """What decides a load's capacity on given cards (loads of one model share it)."""
+    return (
+        load.model_params,
+        load.weight_precision,
+        load.kv_precision,
+        load.input_tokens,
+        load.output_tokens,
+    )
+
+
+class CapacityModel:
+    """Capacity of card counts for served models: the catalog read once, each (model, card,
+    count) evaluated once however many loads repeat it (a load a day for a year is common)."""
+
+    def __init__(self, groups: pd.DataFrame):
+        self.groups = groups
+        names = groups["accelerator"].unique().tolist()
+        self.cards = {card.name: card for card in AcceleratorModel.objects.filter(name__in=names)}
+        self.memo: dict[tuple, dict] = {}
+
+    def of_load(self, pool_id, load: ServingLoad) -> dict:
+        """Modeled capacity (tokens/s), MBU at capacity and tp of the pool's cards for a load."""
+        counts = tuple(card_counts(self.groups, pool_id).items())
+        key = (_model_of(load), counts)
+        if key not in self.memo:
+            self.memo[key] = self._capacity(load, counts)
+        return self.memo[key]
+
+    def _capacity(self, load: ServingLoad, counts) -> dict:
+        capacity, moved, peak_bytes, tp = 0.0, 0.0, 0.0, np.nan
+        for name, count in counts:
+            card = self.cards.get(name)
+            option = None if card is None else best_option(card_frame([card]), load, count)
+            bandwidth = np.nan if card is None else float(card.memory_bandwidth_tbs or np.nan)
+            peak_bytes += count * bandwidth * 1e12
+            if option is None:
+                continue
+            kv_read = option["kv_bytes_per_token_per_card"] * (
+                load.input_tokens + load.output_tokens / 2.0
+            )
+            per_token = serving.bytes_per_token(
+                option["weight_gb_per_card"] * BYTES_PER_GB, option["tp"], option["batch"], kv_read
+            )
+            capacity += float(option["capacity_tokens_per_s"])
+            moved += float(option["capacity_tokens_per_s"] * per_token)
+            tp = int(option["tp"]) if np.isnan(tp) else max(tp, int(option["tp"]))
+        mbu = moved / peak_bytes if capacity > 0 and peak_bytes > 0 else np.nan
+        return {"capacity": capacity, "mbu": mbu, "tp": tp}
 
 
 # -- serving loads over the period -----------------------------------------------------------
@@ -110,25 +139,24 @@ def overlap_hours(load: ServingLoad, start: dt.datetime, end: dt.datetime) -> fl
 
 def union_hours(spans: list[tuple[dt.datetime, dt.datetime]], start, end) -> float:
     """Hours of the period inside at least one span (overlapping loads count once)."""
-    total, reached = 0.0, start
-    for span_start, span_end in sorted(spans):
-        low, high = max(span_start, reached), min(span_end, end)
-        if high > low:
-            total += (high - low).total_seconds() / 3600.0
-            reached = high
-    return total
+    begin = pd.Series([max(span_start, start) for span_start, _ in spans], dtype=object)
+    until = pd.Series([min(span_end, end) for _, span_end in spans], dtype=object)
+    return coverage_union_hours(begin, until)
 
 
-def pool_serving(groups: pd.DataFrame, pool_id, start, end) -> dict:
-    """The pool's serving columns from the loads overlapping the period (time-weighted)."""
+def pool_serving(capacities: CapacityModel, loads: list, pool_id, start, end) -> dict:
+    """The pool's serving columns from its loads overlapping the period (time-weighted)."""
+    groups = capacities.groups
     period_h = (end - start).total_seconds() / 3600.0
-    loads = ServingLoad.objects.filter(pool_id=pool_id, period_start__lt=end, period_end__gt=start)
-    rows = []
-    for load in loads:
-        hours = overlap_hours(load, start, end)
-        capacity = load_capacity(groups, pool_id, load)
-        span = (load.period_start, load.period_end)
-        rows.append({"h": hours, "span": span, "served": load.served_tokens_per_s, **capacity})
+    rows = [
+        {
+            "h": overlap_hours(load, start, end),
+            "span": (load.period_start, load.period_end),
+            "served": load.served_tokens_per_s,
+            **capacities.of_load(pool_id, load),
+        }
+        for load in loads
+    ]
     if not rows:
         return _no_load("no serving load entered for this period", default_tp(groups, pool_id))
     frame = pd.DataFrame(rows)
@@ -188,10 +216,19 @@ def with_serving_columns(pools: pd.DataFrame, groups: pd.DataFrame, start, end) 
     inference = pools["purpose"] == INFERENCE
     if not inference.any():
         return pools
-    rows = {
-        index: pool_serving(groups, pools.at[index, "pool_id"], start, end)
-        for index in pools.index[inference]
-    }
+    capacities = CapacityModel(groups)
+    loads_of: dict = {}
+    # One query for every inference pool's loads overlapping the period.
+    for load in ServingLoad.objects.filter(
+        pool_id__in=pools.loc[inference, "pool_id"].tolist(),
+        period_start__lt=end,
+        period_end__gt=start,
+    ).order_by("period_start", "pk"):
+        loads_of.setdefault(load.pool_id, []).append(load)
+    rows = {}
+    for index in pools.index[inference]:
+        pool_id = int(pools.at[index, "pool_id"])
+        rows[index] = pool_serving(capacities, loads_of.get(pool_id, []), pool_id, start, end)
     extra = pd.DataFrame.from_dict(rows, orient="index").reindex(pools.index)
     pools = pools.assign(**{column: extra[column] for column in SERVING_COLUMNS})
     if "utilization_reason" in pools:  # the usage coverage reason no longer explains the value

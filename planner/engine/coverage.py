@@ -168,8 +168,8 @@ def clip_inventory(inventory: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFra
     return frame
 
 
-def _union_hours(begin: pd.Series, until: pd.Series) -> float:
-    """Hours of the union of intervals [begin, until)."""
+def union_hours(begin: pd.Series, until: pd.Series) -> float:
+    """Hours of the union of intervals [begin, until) (overlaps counted once)."""
     spans = sorted(zip(begin.tolist(), until.tolist(), strict=True))
     total = 0.0
     current_start, current_end = None, None
@@ -210,7 +210,7 @@ def coverage_of(
     return Coverage(
         covered_card_h=float((cards * covered_h).sum()),
         period_card_h=float((cards * period_h).sum()),
-        covered_days=_union_hours(c_begin[covered_h > 0], c_until[covered_h > 0]) / HOURS_PER_DAY,
+        covered_days=union_hours(c_begin[covered_h > 0], c_until[covered_h > 0]) / HOURS_PER_DAY,
         period_days=period_days,
         clusters_covered=int(covered_clusters),
         clusters=int(clusters),

@@ -256,3 +256,37 @@ def test_costs_say_their_factors_for_serving_pools_are_training_ones(serving_poo
     serving_pool.save()
     report = selectors.cost_report(selectors.AccountingScope(START, END, "total"))
     assert not [w for w in report["warnings"] if w.startswith("Inference pool")]
+
+
+def test_daily_loads_cost_no_more_queries_than_one(serving_pool):
+    # A load a day for a month: one query for the loads, one for the cards, and the engine
+    # evaluates the (model, cards) capacity once, not once per load.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from inventory.frames import node_group_frame, pool_frame
+    from planner import serving_factors
+
+    pools = pool_frame(serving_pool.cluster_id, None, (END - START).total_seconds() / 3600)
+    groups = node_group_frame(pools["pool_id"].tolist())
+
+    def queries_with(days: int) -> int:
+        ServingLoad.objects.all().delete()
+        for day in range(days):
+            start = START + dt.timedelta(days=day)
+            add_load(serving_pool, start, start + dt.timedelta(days=1))
+        with CaptureQueriesContext(connection) as captured:
+            frame = serving_factors.with_serving_columns(pools, groups, START, END)
+        reason = frame.set_index("pool")["serving_reason"]["serving"]
+        assert reason.startswith("measured" if days >= 15 else "serving loads cover")
+        return len(captured)
+
+    assert queries_with(30) == queries_with(1) == 2
+    evaluated = []
+    real = serving_factors.best_option
+    serving_factors.best_option = lambda *args: evaluated.append(1) or real(*args)
+    try:
+        queries_with(30)
+    finally:
+        serving_factors.best_option = real
+    assert len(evaluated) == 1
