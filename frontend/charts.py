@@ -11,6 +11,8 @@ Data functions read precomputed results (analyses, accounting selectors), never 
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -30,8 +32,12 @@ from core.frames import json_rows
 from core.tabular.columns import dated_filename
 from core.tabular.renderers import CSVRenderer, XLSXRenderer
 
+# A figure as plotly.js reads it ({"data": [...], "layout": {...}}): what the dashboards'
+# cold path builds, where graph objects validate every property (~10 ms a figure).
+PlainFigure = dict[str, Any]
+Figure = go.Figure | PlainFigure
 DataFunction = Callable[[HttpRequest], pd.DataFrame]
-FigureFunction = Callable[[pd.DataFrame], go.Figure]
+FigureFunction = Callable[[pd.DataFrame], Figure]
 
 # One palette for every page: the five factors keep their colour across charts.
 FACTOR_COLOURS = {
@@ -98,8 +104,48 @@ def _set_leaf(node: Any, path: tuple[str, ...], value: Any) -> None:
     setattr(node, path[-1], value)
 
 
-def styled(figure: go.Figure, title: str, x_title: str = "", y_title: str = "") -> go.Figure:
+@functools.cache
+def _template_json() -> dict[str, Any]:
+    """The app template as JSON, shared by every plain figure (serialised, never changed)."""
+    return APP_TEMPLATE.to_plotly_json()
+
+
+def plain_figure(*traces: dict[str, Any], **layout: Any) -> PlainFigure:
+    """A figure as plotly.js JSON with the app's template, as a graph-objects figure has it.
+
+    Nothing validates it in Python: tests pass each dashboard's plain figures through
+    ``go.Figure`` (tests/frontend/test_plain_figures.py).
+    """
+    return {"data": list(traces), "layout": {"template": _template_json(), **layout}}
+
+
+def _set_in(node: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for name in path[:-1]:
+        node = node.setdefault(name, {})
+    node[path[-1]] = value
+
+
+def _plain_axes(layout: dict[str, Any], letter: str) -> list[str]:
+    """Layout keys of the figure's x or y axes (``xaxis``, ``xaxis2``…), as select_xaxes."""
+    keys = [key for key in layout if re.fullmatch(f"{letter}axis[0-9]*", key)]
+    return keys or [f"{letter}axis"]
+
+
+def _styled_plain(figure: PlainFigure, title: str, x_title: str, y_title: str) -> PlainFigure:
+    layout = figure["layout"]
+    _set_in(layout, ("title", "text"), title)
+    for path, value in LOOK:
+        _set_in(layout, path, value)
+    for letter, text in (("x", x_title), ("y", y_title)):
+        for key in _plain_axes(layout, letter) if text else ():
+            _set_in(layout, (key, "title", "text"), text)
+    return figure
+
+
+def styled(figure: Figure, title: str, x_title: str = "", y_title: str = "") -> Figure:
     """The app's look: a title, axis titles with units, readable hover, no outside fonts."""
+    if isinstance(figure, dict):
+        return _styled_plain(figure, title, x_title, y_title)
     # Attribute by attribute: update_layout parses every key as a path (~5 ms a figure).
     layout = figure.layout
     layout.title.text = title
@@ -121,10 +167,16 @@ def download_urls(key: str, request: HttpRequest | None) -> dict[str, str]:
     }
 
 
-def figure_html(figure: go.Figure, dom_id: str) -> SafeString:
+def figure_html(figure: Figure, dom_id: str) -> SafeString:
     """The figure as a div plus its script; plotly.js itself comes from our static files."""
-    html = figure.to_html(
-        full_html=False, include_plotlyjs=False, div_id=dom_id, config=PLOTLY_CONFIG
+    # validate=False: a graph-objects figure is valid already, a plain one is written as is.
+    html = pio.to_html(
+        figure,
+        validate=False,
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=dom_id,
+        config=PLOTLY_CONFIG,
     )
     # Plotly writes the data as JSON with <, > and / escaped (tests/hardening/test_bandit.py).
     return mark_safe(html)  # noqa: S308  # nosec B308 B703

@@ -380,13 +380,12 @@ SUMMED_COST_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _summed_costs(units: pd.DataFrame, keys: list[str], *, factors: bool = True) -> pd.DataFrame:
     """Sum money and card-hours by ``keys``; ratios recomputed from the sums.
 
-    Factors are aggregated card-hour-weighted by peak FLOPs (weight = peak PFLOP-days;
-    docs/efficiency-model.md, Aggregation), each with the provenance that carries most of
-    the weight. Ratios are over the hours usage records cover (``uncovered_cost`` is the
-    money of the others); a group without any covered hour has no factors (NaN, "no data").
+    Ratios are over the hours usage records cover (``uncovered_cost`` is the money of the
+    others). With ``factors`` also each group's factors and their provenance
+    (:func:`_summed_factors`); without, only the money (what the Costs charts draw).
     """
     grouped = units.groupby(keys, dropna=False, sort=True)
     # min_count: a sum of no data is no data, not 0.
@@ -394,20 +393,7 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     weight = units["peak_pflop_days"].where(units["covered"], 0.0)
     by = [units[k] for k in keys]
     covered_peak = weight.groupby(by, sort=True).sum().reindex(summed.index)
-    total_weight = covered_peak.where(covered_peak > 0)
-    factors: dict[str, pd.Series] = {}
-    provenance: dict[str, pd.Series] = {}
-    # One grouped sum for the five factors (a pivot table per factor costs ~5 ms each).
-    weighted = units[list(FACTOR_NAMES)].mul(weight, axis=0).groupby(by, sort=True).sum()
-    for name in FACTOR_NAMES:
-        factors[name] = weighted[name].reindex(summed.index) / total_weight
-        table = (
-            weight.groupby([*by, units[f"{name}_provenance"]], sort=True)
-            .sum()
-            .unstack(fill_value=0.0)
-        )
-        chosen = table.fillna(0.0).idxmax(axis=1).reindex(summed.index)
-        provenance[name] = chosen.where(factors[name].notna(), "no data")
+    factor_columns = _summed_factors(units, weight, by, covered_peak) if factors else {}
     summed = summed.reset_index()
     allocated = summed["allocated_card_hours"]
     effective = summed["effective_pflop_days"]
@@ -420,33 +406,67 @@ def _summed_costs(units: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     )
     summed["effective_utilization"] = effective / peak.where(peak > 0)
     lost_columns = [f"{LOST_COST_PREFIX}{name}" for name in FACTOR_NAMES]
-    summed["lost_cost_by_factor"] = [
-        dict(zip(FACTOR_NAMES, values, strict=True))
-        for values in summed[lost_columns].itertuples(index=False, name=None)
-    ]
-    summed["factors"] = [
-        dict(zip(FACTOR_NAMES, values, strict=True))
-        for values in zip(*(factors[name].to_numpy() for name in FACTOR_NAMES), strict=True)
-    ]
-    summed["factor_provenance"] = [
-        dict(zip(FACTOR_NAMES, values, strict=True))
-        for values in zip(*(provenance[name].to_numpy() for name in FACTOR_NAMES), strict=True)
-    ]
+    if factors:
+        summed["lost_cost_by_factor"] = [
+            dict(zip(FACTOR_NAMES, values, strict=True))
+            for values in summed[lost_columns].itertuples(index=False, name=None)
+        ]
+        for column, values in factor_columns.items():
+            summed[column] = values
     return summed.drop(columns=lost_columns)
+
+
+def _summed_factors(
+    units: pd.DataFrame, weight: pd.Series, by: list[pd.Series], covered_peak: pd.Series
+) -> dict[str, list[dict[str, Any]]]:
+    """Per group (in ``covered_peak``'s order) the factors and the provenance of each.
+
+    Factors are aggregated card-hour-weighted by peak FLOPs (weight = peak PFLOP-days of the
+    covered hours; docs/efficiency-model.md, Aggregation), each with the provenance that
+    carries most of the weight; a group without any covered hour has no factors (NaN,
+    "no data").
+    """
+    total_weight = covered_peak.where(covered_peak > 0)
+    factors: dict[str, pd.Series] = {}
+    provenance: dict[str, pd.Series] = {}
+    # One grouped sum for the five factors (a pivot table per factor costs ~5 ms each).
+    weighted = units[list(FACTOR_NAMES)].mul(weight, axis=0).groupby(by, sort=True).sum()
+    for name in FACTOR_NAMES:
+        factors[name] = weighted[name].reindex(covered_peak.index) / total_weight
+        table = (
+            weight.groupby([*by, units[f"{name}_provenance"]], sort=True)
+            .sum()
+            .unstack(fill_value=0.0)
+        )
+        chosen = table.fillna(0.0).idxmax(axis=1).reindex(covered_peak.index)
+        provenance[name] = chosen.where(factors[name].notna(), "no data")
+    return {
+        "factors": [
+            dict(zip(FACTOR_NAMES, values, strict=True))
+            for values in zip(*(factors[n].to_numpy() for n in FACTOR_NAMES), strict=True)
+        ],
+        "factor_provenance": [
+            dict(zip(FACTOR_NAMES, values, strict=True))
+            for values in zip(*(provenance[n].to_numpy() for n in FACTOR_NAMES), strict=True)
+        ],
+    }
 
 
 def _cost_groups(scope: AccountingScope) -> list[str]:
     return [name for name in dict.fromkeys(scope.group_by) if name in COST_GROUPS]
 
 
-def cost_rows_frame(scope: AccountingScope, costs: PoolCosts) -> pd.DataFrame:
-    """The rows of :func:`cost_report` as a frame, before JSON (the dashboards chart it)."""
+def cost_rows_frame(
+    scope: AccountingScope, costs: PoolCosts, *, factors: bool = True
+) -> pd.DataFrame:
+    """The rows of :func:`cost_report` as a frame, before JSON (the dashboards chart it;
+    ``factors=False``: money and ratios only, see :func:`_summed_costs`)."""
     if costs.units.empty:
         return pd.DataFrame()
     group_by = _cost_groups(scope)
     id_columns = [f"{name}_id" for name in group_by]
     keys = [*id_columns, "currency", "bucket_start", "bucket_end"]
-    summed = _summed_costs(costs.units, keys)
+    summed = _summed_costs(costs.units, keys, factors=factors)
     return add_labels(summed.rename(columns={c: c[:-3] for c in id_columns}), group_by)
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pandas as pd
-import plotly.graph_objects as go
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_safe
 
 from access.pages import role_required
 from frontend import drilldown
-from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.charts import SERIES_COLOURS, PlainFigure, register, styled
 from frontend.dashboards import dashboard_query, period_forms
 from frontend.dashboards import usage_selectors as data
 from frontend.dashboards.money import currency_panels, reporting_currency
@@ -39,35 +38,33 @@ def _money_title(currency: str) -> str:
     return f"Cost ({currency})" if currency else "Cost"
 
 
-def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
+def breakdown_figure(frame: pd.DataFrame) -> PlainFigure:
     group = frame.columns[0]
     figure = None
     # Drill-down: the last customdata item opens the scope's page (frontend/drilldown.py).
     labels = frame[group].unique()
     urls = dict(zip(labels, drilldown.mark_urls(group, labels, "costs"), strict=True))
-    for figure, currency, rows, row, col in currency_panels(frame):
+    for figure, currency, rows, panel in currency_panels(frame):
         targets = rows[["currency"]].assign(url=rows[group].map(urls))
         for column, label in data.COST_PARTS.items():
-            # Traces as dicts: a go.Bar would be validated twice (when built, when added).
-            figure.add_trace(
+            panel.add_trace(
+                figure,
                 {
                     "type": "bar",
                     "x": rows[group].astype(str).to_numpy(),
                     "y": rows[column].to_numpy(),
                     "name": label,
                     "legendgroup": column,
-                    "showlegend": col == 1,
+                    "showlegend": panel.col == 1,
                     "marker": {"color": PART_COLOURS[column]},
                     "customdata": targets.to_numpy(dtype=object),
                     "hovertemplate": (
                         f"%{{x}}: {label} %{{y:,.0f}} %{{customdata[0]}}<extra></extra>"
                     ),
                 },
-                row=row,
-                col=col,
             )
-        figure.update_yaxes(title_text=_money_title(currency), row=row, col=col)
-    figure.update_layout(barmode="stack")
+        panel.title_axis(figure, "y", _money_title(currency))
+    figure["layout"]["barmode"] = "stack"
     return styled(
         figure,
         f"Cost per {GROUP_LABELS.get(group, group).lower()}: ownership, energy, PUE overhead",
@@ -75,15 +72,16 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
     )
 
 
-def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
+def pflop_day_figure(frame: pd.DataFrame) -> PlainFigure:
     figure = None
     index = 0
     clusters = frame["cluster"].unique()
     targets = dict(zip(clusters, drilldown.mark_urls("cluster", clusters, "costs"), strict=True))
-    for figure, currency, rows_of_currency, row, col in currency_panels(frame):
+    for figure, currency, rows_of_currency, panel in currency_panels(frame):
         for cluster, rows in rows_of_currency.groupby("cluster", sort=False):
             fleet = cluster == data.ALL_CLUSTERS
-            figure.add_trace(
+            panel.add_trace(
+                figure,
                 {
                     "type": "scatter",
                     "x": rows["bucket_start"].to_numpy(),
@@ -103,34 +101,31 @@ def pflop_day_figure(frame: pd.DataFrame) -> go.Figure:
                         "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
                     ),
                 },
-                row=row,
-                col=col,
             )
             index += 1
-        figure.update_yaxes(
-            title_text=f"Cost per effective PFLOP-day ({currency})", row=row, col=col
-        )
+        panel.title_axis(figure, "y", f"Cost per effective PFLOP-day ({currency})")
     return styled(figure, "Cost per effective PFLOP-day", "Period start (date)")
 
 
-def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
+def chargeback_figure(frame: pd.DataFrame) -> PlainFigure:
     frame = frame.sort_values("chargeback_cost", ascending=True)
     figure = None
     panels = 0
-    for figure, currency, rows, row, col in currency_panels(frame, horizontal=True):
+    for figure, currency, rows, panel in currency_panels(frame, horizontal=True):
         panels += 1
         for column, label, colour in (
             ("used_cost", "Used", "#1f5fa8"),
             ("idle_cost_share", "Idle share", "#a8c5e6"),
         ):
-            figure.add_trace(
+            panel.add_trace(
+                figure,
                 {
                     "type": "bar",
                     "y": rows["team"].to_numpy(),
                     "x": rows[column].to_numpy(),
                     "name": label,
                     "legendgroup": column,
-                    "showlegend": row == 1,
+                    "showlegend": panel.row == 1,
                     "orientation": "h",
                     "marker": {"color": colour},
                     "customdata": rows[["currency"]].to_numpy(),
@@ -138,12 +133,11 @@ def chargeback_figure(frame: pd.DataFrame) -> go.Figure:
                         f"%{{y}}: {label.lower()} %{{x:,.0f}} %{{customdata[0]}}<extra></extra>"
                     ),
                 },
-                row=row,
-                col=col,
             )
-        figure.update_xaxes(title_text=_money_title(currency), row=row, col=col)
-        figure.update_yaxes(title_text="Team", row=row, col=col)
-    figure.update_layout(barmode="stack", height=max(320, 60 * panels + 28 * len(frame)))
+        panel.title_axis(figure, "x", _money_title(currency))
+        panel.title_axis(figure, "y", "Team")
+    figure["layout"]["barmode"] = "stack"
+    figure["layout"]["height"] = max(320, 60 * panels + 28 * len(frame))
     return styled(figure, "Chargeback per team: used cost and idle share")
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 from django.http import HttpRequest
 from plotly.subplots import make_subplots
 
+from frontend.charts import PlainFigure, plain_figure
 from frontend.dashboards.analysis_selectors import FACTOR_LABELS, SUMMARY
 from inventory.currency import ISO_4217_CODES, conversions, converted_total
 from planner.money import money_by_currency
@@ -88,34 +89,58 @@ def money_context(
     return context
 
 
+@dataclass(frozen=True)
+class Panel:
+    """One currency's subplot: the axes its traces name and their layout keys."""
+
+    row: int
+    col: int
+    trace_axes: dict[str, str]
+    x_key: str
+    y_key: str
+
+    def add_trace(self, figure: PlainFigure, trace: dict[str, Any]) -> None:
+        figure["data"].append({**trace, **self.trace_axes})
+
+    def title_axis(self, figure: PlainFigure, letter: str, text: str) -> None:
+        key = self.x_key if letter == "x" else self.y_key
+        figure["layout"].setdefault(key, {})["title"] = {"text": text}
+
+
 @functools.lru_cache(maxsize=64)
-def _panel_grid(rows: int, cols: int, titles: tuple[str, ...] | None) -> dict[str, Any]:
-    """make_subplots' layout and grid without the template, made once per panel layout."""
+def _panel_grid(
+    rows: int, cols: int, titles: tuple[str, ...] | None
+) -> tuple[dict[str, Any], tuple[Panel, ...]]:
+    """make_subplots' layout (without template) and panels, made once per panel layout."""
+    # make_subplots costs ~7 ms a figure (grid and template validated); a copy of its cached
+    # layout draws the same figure.
     figure = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
     layout = figure.layout.to_plotly_json()
     layout.pop("template", None)
-    return {"layout": layout, "_grid_ref": figure._grid_ref, "_grid_str": figure._grid_str}
-
-
-def _panel_figure(rows: int, cols: int, titles: tuple[str, ...] | None) -> go.Figure:
-    # make_subplots costs ~7 ms a figure (grid and template validated again); a copy of its
-    # cached layout draws the same figure.
-    return go.Figure(copy.deepcopy(_panel_grid(rows, cols, titles)))
+    panels = []
+    for row in range(1, rows + 1):
+        for col in range(1, cols + 1):
+            ref = figure._grid_ref[row - 1][col - 1][0]
+            x_key, y_key = ref.layout_keys
+            panels.append(Panel(row, col, dict(ref.trace_kwargs), x_key, y_key))
+    return layout, tuple(panels)
 
 
 def currency_panels(frame: pd.DataFrame, horizontal: bool = False):
     """One panel (own money axis) per currency: money in two currencies never shares an axis.
 
-    Yields (figure, currency, rows of that currency, row, col); ``horizontal`` stacks the
-    panels (bars laid out sideways share a team axis badly side by side).
+    Yields (figure, currency, rows of that currency, panel) of one plain figure
+    (`frontend.charts.plain_figure`); ``horizontal`` stacks the panels (bars laid out
+    sideways share a team axis badly side by side).
     """
     currencies = sorted(frame["currency"].dropna().unique()) or [""]
     count = len(currencies)
-    figure = _panel_figure(
+    layout, panels = _panel_grid(
         count if horizontal else 1,
         1 if horizontal else count,
         tuple(currencies) if count > 1 else None,
     )
-    for index, currency in enumerate(currencies, start=1):
+    figure = plain_figure(**copy.deepcopy(layout))
+    for currency, panel in zip(currencies, panels, strict=True):
         rows = frame[frame["currency"] == currency] if currency else frame
-        yield figure, currency, rows, (index if horizontal else 1), (1 if horizontal else index)
+        yield figure, currency, rows, panel

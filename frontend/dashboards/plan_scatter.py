@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from frontend import charts
 from frontend.dashboards.money import currency_panels
@@ -35,43 +34,43 @@ def _hover(frame: pd.DataFrame) -> list[str]:
     ]
 
 
-def scatter_figure(frame: pd.DataFrame) -> go.Figure:
+def scatter_figure(frame: pd.DataFrame) -> charts.PlainFigure:
     """Days vs cost, one panel per currency: options in different currencies are not compared."""
     hover = pd.Series(_hover(frame), index=frame.index)
     figure = None
-    for figure, currency, rows, row, col in currency_panels(frame):
+    for figure, currency, rows, panel in currency_panels(frame):
         for accelerator, part in rows.groupby("accelerator", sort=True):
-            figure.add_trace(
-                go.Scatter(
-                    x=part["days"],
-                    y=part["total_cost"],
-                    mode="markers",
-                    name=str(accelerator),
-                    legendgroup=str(accelerator),
-                    showlegend=col == 1,
-                    text=hover[part.index],
-                    hovertemplate="%{text}<extra></extra>",
-                    marker={"size": 10, "opacity": 0.8},
-                ),
-                row=row,
-                col=col,
+            panel.add_trace(
+                figure,
+                {
+                    "type": "scatter",
+                    "x": part["days"].to_numpy(),
+                    "y": part["total_cost"].to_numpy(),
+                    "mode": "markers",
+                    "name": str(accelerator),
+                    "legendgroup": str(accelerator),
+                    "showlegend": panel.col == 1,
+                    "text": hover[part.index].to_numpy(),
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "marker": {"size": 10, "opacity": 0.8},
+                },
             )
         front = rows[rows["on_pareto_front"].astype(bool)].sort_values("days")
-        figure.add_trace(
-            go.Scatter(
-                x=front["days"],
-                y=front["total_cost"],
-                mode="lines+markers",
-                name="Pareto front",
-                legendgroup="pareto",
-                showlegend=col == 1,
-                text=hover[front.index],
-                hovertemplate="Pareto front<br>%{text}<extra></extra>",
-                line={"color": "#222", "width": 2, "dash": "dot"},
-                marker={"symbol": "diamond-open", "size": 14, "color": "#222"},
-            ),
-            row=row,
-            col=col,
+        panel.add_trace(
+            figure,
+            {
+                "type": "scatter",
+                "x": front["days"].to_numpy(),
+                "y": front["total_cost"].to_numpy(),
+                "mode": "lines+markers",
+                "name": "Pareto front",
+                "legendgroup": "pareto",
+                "showlegend": panel.col == 1,
+                "text": hover[front.index].to_numpy(),
+                "hovertemplate": "Pareto front<br>%{text}<extra></extra>",
+                "line": {"color": "#222", "width": 2, "dash": "dot"},
+                "marker": {"symbol": "diamond-open", "size": 14, "color": "#222"},
+            },
         )
-        figure.update_yaxes(title_text=_cost_title(currency), row=row, col=col)
+        panel.title_axis(figure, "y", _cost_title(currency))
     return charts.styled(figure, "Days vs cost of every feasible option", "Calendar time (days)")

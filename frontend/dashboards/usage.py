@@ -4,20 +4,22 @@ sreport-style card-hour breakdown per cluster, from the daily rollups (`usage_se
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_safe
+from plotly.colors import get_colorscale
 
 from access.pages import role_required
 from accounting.models import SreportUtilization
 from accounting.rollups import rollup_status
 from frontend import drilldown
-from frontend.charts import SERIES_COLOURS, register, styled
+from frontend.charts import SERIES_COLOURS, PlainFigure, plain_figure, register, styled
 from frontend.dashboards import dashboard_query, period_forms, telemetry_activity
 from frontend.dashboards import usage_selectors as data
 
 GROUP_LABELS = dict(period_forms.USAGE_GROUPS)
+# plotly.py's "Blues" written out: plotly.js has its own, different scale of that name.
+HEATMAP_COLOURS = get_colorscale("Blues")
 BREAKDOWN_PARTS = {
     "allocated_card_hours": ("Allocated", "#1f5fa8"),
     "idle_card_hours": ("Idle", "#a8c5e6"),
@@ -26,9 +28,9 @@ BREAKDOWN_PARTS = {
 }
 
 
-def utilization_figure(frame: pd.DataFrame) -> go.Figure:
+def utilization_figure(frame: pd.DataFrame) -> PlainFigure:
     group = frame.columns[0]
-    figure = go.Figure()
+    figure = plain_figure()
     buckets = sorted(frame["bucket_start"].unique())
     groups = list(frame.groupby(group, sort=True))
     targets = drilldown.mark_urls(group, [name for name, _ in groups], "usage")
@@ -39,8 +41,7 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
             # (a team without a row simply ran nothing there).
             rows = part.set_index("bucket_start").reindex(buckets).rename_axis("bucket_start")
             rows = rows.reset_index()
-        # Traces as dicts: a go.Scatter would be validated twice (when built, when added).
-        figure.add_trace(
+        figure["data"].append(
             {
                 "type": "scatter",
                 "x": rows["bucket_start"].to_numpy(),
@@ -67,12 +68,12 @@ def utilization_figure(frame: pd.DataFrame) -> go.Figure:
     )
 
 
-def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
+def heatmap_figure(frame: pd.DataFrame) -> PlainFigure:
     table = frame.pivot_table(
         index="team", columns="week_start", values="utilization_pct", aggfunc="sum"
     )
     week_targets = [drilldown.week_chargeback_url(week) for week in table.columns]
-    figure = go.Figure(
+    figure = plain_figure(
         {
             "type": "heatmap",
             "x": [str(day) for day in table.columns],
@@ -80,13 +81,13 @@ def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
             "z": table.to_numpy(),
             # Drill-down: a cell opens that week's chargeback per team on Costs.
             "customdata": [week_targets] * len(table.index),
-            "colorscale": "Blues",
+            "colorscale": HEATMAP_COLOURS,
             "colorbar": {"title": {"text": "Utilization (%)"}},
             "hovertemplate": "%{y}, week of %{x}: %{z:.2f} %<br>(click: the week's chargeback)"
             "<extra></extra>",
-        }
+        },
+        xaxis={"type": "category"},
     )
-    figure.update_xaxes(type="category")
     return styled(
         figure,
         "Team utilization per week (share of the fleet's available card-hours)",
@@ -95,11 +96,11 @@ def heatmap_figure(frame: pd.DataFrame) -> go.Figure:
     )
 
 
-def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
-    figure = go.Figure()
+def breakdown_figure(frame: pd.DataFrame) -> PlainFigure:
+    figure = plain_figure(barmode="stack")
     targets = drilldown.mark_urls("cluster", frame["cluster"], "usage")
     for column, (label, colour) in BREAKDOWN_PARTS.items():
-        figure.add_trace(
+        figure["data"].append(
             {
                 "type": "bar",
                 "x": frame["cluster"].to_numpy(),
@@ -110,7 +111,6 @@ def breakdown_figure(frame: pd.DataFrame) -> go.Figure:
                 "hovertemplate": f"%{{x}}: {label.lower()} %{{y:,.0f}} card-hours<extra></extra>",
             }
         )
-    figure.update_layout(barmode="stack")
     return styled(figure, "Card-hours by state per cluster", "Cluster", "Card-hours")
 
 

@@ -225,8 +225,9 @@ def _cost_units(view: View) -> pd.DataFrame:
     def compute() -> pd.DataFrame:
         scope = scope_of(data, data["granularity"], ("site", "cluster", "pool"))
         costs = _pool_costs(view, data["granularity"])
-        # The cost report's rows, without the JSON round trip of the API.
-        frame = selectors.cost_rows_frame(scope, costs)
+        # The cost report's rows, without the JSON round trip of the API, and without the
+        # factors no Costs chart draws.
+        frame = selectors.cost_rows_frame(scope, costs, factors=False)
         if frame.empty:
             return frame
         frame["pool"] = frame["pool_id"].map(_pool_labels()).fillna(selectors.UNKNOWN)

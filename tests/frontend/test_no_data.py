@@ -213,10 +213,10 @@ def test_usage_chart_leaves_a_gap_where_a_cluster_has_no_data():
             "available_card_hours": [2.0, 2.0, 2.0, 2.0],
         }
     )
-    alpha_trace = utilization_figure(frame).data[0]
-    assert alpha_trace.name == "alpha"
-    assert alpha_trace.y[0] == 40.0 and alpha_trace.y[2] == 50.0
-    assert math.isnan(alpha_trace.y[1])  # no data on day 2: a gap, not 0 %
+    alpha_trace = utilization_figure(frame)["data"][0]
+    assert alpha_trace["name"] == "alpha"
+    assert alpha_trace["y"][0] == 40.0 and alpha_trace["y"][2] == 50.0
+    assert math.isnan(alpha_trace["y"][1])  # no data on day 2: a gap, not 0 %
 
 
 def test_partial_coverage_gives_one_utilization_on_every_surface(
