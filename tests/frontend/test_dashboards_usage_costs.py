@@ -192,6 +192,30 @@ def test_refresh_replaces_a_clusters_rows_and_follows_a_new_import(usage):
     assert UsageDailyRollup.objects.filter(cluster=hetero).count() == total
 
 
+def test_a_refresh_leaves_postgresql_statistics_of_the_rows_it_wrote(demo_fleet):
+    """The dashboards' sums are planned from the rollup table's statistics: a refresh gathers
+    them (ANALYZE), so a year of rows is not planned as the empty table it replaced."""
+    from django.db import connection
+
+    from accounting.models import UsageDailyRollup
+    from accounting.rollups import refresh_usage_rollups
+
+    if connection.vendor != "postgresql":
+        pytest.skip("statistics of the PostgreSQL planner")
+
+    def planner_rows() -> float:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT reltuples FROM pg_class WHERE relname = %s",
+                [UsageDailyRollup._meta.db_table],
+            )
+            return cursor.fetchone()[0]
+
+    usage_data.load_usage()
+    refresh_usage_rollups()
+    assert planner_rows() == UsageDailyRollup.objects.count() > 100
+
+
 def test_an_import_queues_the_rollup_refresh_through_the_dispatcher(
     demo_fleet, monkeypatch, django_capture_on_commit_callbacks
 ):
