@@ -51,13 +51,16 @@ class DashboardQuery:
     params: QueryDict
     teams: frozenset[str] | None = None
     memo: dict = field(default_factory=dict)
+    # Whether intermediate results (see `memo`) go to the shared cache too.
+    shares_intermediates: bool = False
 
     @classmethod
     def of_params(cls, params: Mapping[str, str]) -> DashboardQuery:
-        """A fleet-wide view (every team) of plain parameters: what the worker precomputes."""
+        """A fleet-wide view (every team) of plain parameters: what the worker precomputes
+        (its intermediate results are stored for the views that follow)."""
         query_dict = QueryDict(mutable=True)
         query_dict.update(params)
-        return cls(query_dict)
+        return cls(query_dict, shares_intermediates=True)
 
 
 View = HttpRequest | DashboardQuery
@@ -153,9 +156,15 @@ def shared_cache():
 computations: dict[str, int] = {}
 
 
-def memo(view: View, key: tuple, compute: Callable[[], Any]) -> Any:
+def memo(view: View, key: tuple, compute: Callable[[], Any], *, intermediate: bool = False) -> Any:
     """Per view, then across views and processes (the ``dashboards`` cache) until the data
-    version changes."""
+    version changes.
+
+    An ``intermediate`` result (what reports are built from, not itself shown) is read from
+    the shared cache but stored there only by views that share intermediates (the worker's):
+    on a page it would cost a cache write (a transaction with the database cache, ~3-8 ms on
+    PostgreSQL) for a result the page's cached reports already hold.
+    """
     cache = view_memo(view)
     if key not in cache:
         shared_key = (
@@ -168,6 +177,7 @@ def memo(view: View, key: tuple, compute: Callable[[], Any]) -> Any:
         if value is None:
             computations[key[0]] = computations.get(key[0], 0) + 1
             value = compute()
-            shared_cache().set(shared_key, value, CACHE_SECONDS)
+            if not intermediate or view_of(view).shares_intermediates:
+                shared_cache().set(shared_key, value, CACHE_SECONDS)
         cache[key] = value
     return cache[key]

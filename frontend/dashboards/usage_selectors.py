@@ -215,11 +215,13 @@ def _pool_costs(view: View, granularity: str, money_only: bool = False) -> selec
         )
         return selectors.pool_costs(scope, usage, inputs=_inputs(view, data), money_only=money_only)
 
-    return memo(view, ("pool-costs", granularity, money_only, _key(data)), compute)
+    key = ("pool-costs", granularity, money_only, _key(data))
+    return memo(view, key, compute, intermediate=True)
 
 
 def _cost_units(view: View) -> pd.DataFrame:
-    """The cost report per site × cluster × pool × bucket (one run serves every chart)."""
+    """The cost report per site × cluster × pool × bucket (one run serves every chart), with
+    the report's warnings in ``attrs["warnings"]`` (also when no row is left)."""
     data = query(CostFilterForm, view)
 
     def compute() -> pd.DataFrame:
@@ -228,12 +230,11 @@ def _cost_units(view: View) -> pd.DataFrame:
         # The cost report's rows, without the JSON round trip of the API, and without the
         # factors no Costs chart draws.
         frame = selectors.cost_rows_frame(scope, costs, factors=False)
-        if frame.empty:
-            return frame
-        frame["pool"] = frame["pool_id"].map(_pool_labels()).fillna(selectors.UNKNOWN)
-        for name in ("bucket_start", "bucket_end"):
-            local = pd.to_datetime(frame[name], utc=True).dt.tz_convert(settings.TIME_ZONE)
-            frame[name] = _day(local)
+        if not frame.empty:
+            frame["pool"] = frame["pool_id"].map(_pool_labels()).fillna(selectors.UNKNOWN)
+            for name in ("bucket_start", "bucket_end"):
+                local = pd.to_datetime(frame[name], utc=True).dt.tz_convert(settings.TIME_ZONE)
+                frame[name] = _day(local)
         frame.attrs["warnings"] = costs.warnings
         return frame
 
@@ -319,9 +320,9 @@ def chargeback(view: View) -> pd.DataFrame:
         scope = scope_of(data, CHARGEBACK_GRANULARITY, ("cluster",))
         # The report's rows and bills without its JSON round trip (NaN and ±inf as JSON has
         # them: no value).
-        # A monthly page's charts need the full run; any other needs only the money.
-        money_only = data["granularity"] != CHARGEBACK_GRANULARITY
-        costs = _pool_costs(view, CHARGEBACK_GRANULARITY, money_only)
+        # The full monthly run if this view made it for its charts, else only the money.
+        full = ("pool-costs", CHARGEBACK_GRANULARITY, False, _key(data))
+        costs = view_memo(view).get(full) or _pool_costs(view, CHARGEBACK_GRANULARITY, True)
         rows, bills = selectors.chargeback_frames(scope, costs)
         if rows.empty:
             return pd.DataFrame()
@@ -406,8 +407,8 @@ def costs_page(view: View) -> dict[str, Any]:
                 _chart("costs-pflop-day", cost_per_pflop_day(view)),
             ],
             "chargeback_chart": _chart("costs-chargeback", chargeback(view)),
-            # From the pool costs, so "no usage data" notes show even when no row is left.
-            "warnings": _pool_costs(view, data["granularity"]).warnings,
+            # Also when no row is left ("no usage data" notes).
+            "warnings": _cost_units(view).attrs["warnings"],
         }
 
     key = (

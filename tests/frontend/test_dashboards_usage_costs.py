@@ -611,6 +611,34 @@ def test_the_first_view_after_a_refresh_reads_the_precomputed_default_view(
     assert reports == expected
 
 
+def test_a_page_stores_its_reports_not_the_cost_runs_behind_them(client, viewer, usage):
+    """Pages keep their reports in the shared cache, not the pool cost runs (a write each,
+    for results the reports hold): other options of the period reuse the reports, and the
+    warnings come with the cost report."""
+    from frontend.dashboards import dashboard_query
+
+    client.force_login(viewer)
+    july = {"start": "2024-07-01", "end": "2024-08-01", "granularity": "week"}
+    dashboard_query.shared_cache().clear()
+    dashboard_query.computations.clear()
+    first = client.get(reverse("frontend:costs"), july)
+    assert dashboard_query.computations == {
+        "costs-page": 1,
+        "costs": 1,
+        "chargeback": 1,
+        "pool-costs": 2,  # weekly for the charts, money-only monthly for the bills
+    }
+    assert first.context["warnings"]  # e.g. hours of the period without usage records
+    dashboard_query.computations.clear()
+    regrouped = client.get(reverse("frontend:costs"), {**july, "group_by": "pool"})
+    assert dashboard_query.computations == {"costs-page": 1}  # no cost run for the warnings
+    assert regrouped.context["warnings"] == first.context["warnings"]
+    dashboard_query.computations.clear()
+    client.get(reverse("frontend:costs"), {**july, "idle_rule": "none"})
+    # Another rule bills again from a money-only run (the page's runs were not stored).
+    assert dashboard_query.computations == {"costs-page": 1, "chargeback": 1, "pool-costs": 1}
+
+
 def test_csv_download_matches_what_the_table_lists(client, viewer, usage):
     client.force_login(viewer)
     response = client.get(reverse("frontend:chart-data", args=["usage-breakdown", "csv"]), QUERY)
