@@ -356,12 +356,15 @@ def rollup_usage_frame(
     }
     columns = {name: field for name, field in columns.items() if field in group or field[0] == "_"}
     frame = _frame(summed, columns)
-    return _pseudo_jobs(frame, tz, edges)
+    # Summed per bucket in SQL: one row per bucket and key already.
+    return _pseudo_jobs(frame, tz, edges, one_row_per_bucket=bucket_field != "day")
 
 
 def _day_spans(days: pd.Series, tz: str) -> tuple[pd.Series, pd.Series]:
     """[start, end) in UTC of local calendar days (23 or 25 hours on DST days)."""
-    local_day = pd.to_datetime(days.astype(str)).dt.tz_localize(
+    # Each distinct day once (a year has 366; rows repeat them per pool and team).
+    codes, distinct = pd.factorize(days)
+    local_day = pd.to_datetime(pd.Series(distinct).astype(str)).dt.tz_localize(
         tz, ambiguous=False, nonexistent="shift_forward"
     )
     start = local_day.dt.tz_convert("UTC").astype("datetime64[us, UTC]")
@@ -372,13 +375,23 @@ def _day_spans(days: pd.Series, tz: str) -> tuple[pd.Series, pd.Series]:
         .dt.tz_convert("UTC")
         .astype("datetime64[us, UTC]")
     )
-    return start, end
+    return (
+        pd.Series(start.to_numpy()[codes], index=days.index, dtype=start.dtype),
+        pd.Series(end.to_numpy()[codes], index=days.index, dtype=end.dtype),
+    )
 
 
 def _pseudo_jobs(
-    frame: pd.DataFrame, tz: str, edges: pd.DatetimeIndex | None = None
+    frame: pd.DataFrame,
+    tz: str,
+    edges: pd.DatetimeIndex | None = None,
+    *,
+    one_row_per_bucket: bool = False,
 ) -> pd.DataFrame:
-    """Rollup sums → usage rows the engine splits back into exactly those card-hours."""
+    """Rollup sums → usage rows the engine splits back into exactly those card-hours.
+
+    ``one_row_per_bucket``: the rows were summed per bucket of ``edges`` already (in SQL).
+    """
     for name in ("pool", "accelerator_id"):
         frame[name] = (
             frame[name].astype("Int64")
@@ -398,9 +411,12 @@ def _pseudo_jobs(
         bucket = np.searchsorted(edge_us, start.astype("int64").to_numpy(), side="right") - 1
         inside = (bucket >= 0) & (bucket < len(edges) - 1)
         frame = frame[inside].assign(_bucket=bucket[inside])
-        keys = ["cluster", "pool", "accelerator_id", "accelerator_model", "account", "_bucket"]
-        sums = ["allocated", "lost", "mfu_h", "mfu_w"]
-        frame = frame.groupby(keys, dropna=False, sort=False)[sums].sum().reset_index()
+        if one_row_per_bucket:  # the key columns typed as the sum below types them
+            frame = frame.infer_objects()
+        else:
+            keys = ["cluster", "pool", "accelerator_id", "accelerator_model", "account", "_bucket"]
+            sums = ["allocated", "lost", "mfu_h", "mfu_w"]
+            frame = frame.groupby(keys, dropna=False, sort=False)[sums].sum().reset_index()
         bounds = pd.Series(edges.as_unit("us")).astype("datetime64[us, UTC]")
         start = pd.Series(bounds.to_numpy()[frame["_bucket"].to_numpy()], index=frame.index)
         end = pd.Series(bounds.to_numpy()[frame["_bucket"].to_numpy() + 1], index=frame.index)
