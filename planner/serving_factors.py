@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from accounting.models import ServingLoad
-from inventory.models import AcceleratorModel
+from inventory.models import AcceleratorModel, Cluster
 from planner.engine.aggregate import attribute_waste_arrays
 from planner.engine.coverage import MIN_COVERED_SHARE, measured_applies
 from planner.engine.coverage import union_hours as coverage_union_hours
@@ -144,10 +144,24 @@ def union_hours(spans: list[tuple[dt.datetime, dt.datetime]], start, end) -> flo
     return coverage_union_hours(begin, until)
 
 
-def pool_serving(capacities: CapacityModel, loads: list, pool_id, start, end) -> dict:
-    """The pool's serving columns from its loads overlapping the period (time-weighted)."""
+def pool_serving(
+    capacities: CapacityModel,
+    loads: list,
+    pool_id,
+    start: dt.datetime,
+    end: dt.datetime,
+    in_service_from: dt.datetime | None = None,
+) -> dict:
+    """The pool's serving columns from its loads overlapping the period (time-weighted).
+
+    Coverage is over the pool's time in service in the period (from its cluster's
+    commissioning), as the usage rule counts only in-service card-hours.
+    """
     groups = capacities.groups
-    period_h = (end - start).total_seconds() / 3600.0
+    service_start = max(start, in_service_from) if in_service_from is not None else start
+    if service_start >= end:
+        return _no_load("not in service in this period", default_tp(groups, pool_id))
+    service_h = (end - service_start).total_seconds() / 3600.0
     rows = [
         {
             "h": overlap_hours(load, start, end),
@@ -169,10 +183,12 @@ def pool_serving(capacities: CapacityModel, loads: list, pool_id, start, end) ->
         )
         return _no_load(reason, default_tp(groups, pool_id))
     weights = known["h"] / known["h"].sum()
-    covered_h = union_hours(known["span"].tolist(), start, end)  # loads with a known capacity
-    covered = covered_h / period_h if period_h > 0 else np.nan
+    # Hours in service inside a load with a known capacity.
+    covered_h = union_hours(known["span"].tolist(), service_start, end)
+    covered = covered_h / service_h
     utilization = serving.serving_utilization(known["served"], known["capacity"])
-    applies = bool(measured_applies(covered_h, period_h))
+    applies = bool(measured_applies(covered_h, service_h))
+    since = service_start if service_start > start else None
     return {
         "serving_mbu": float((known["mbu"] * weights).sum()),
         "serving_mbu_basis": "serving_load_model",
@@ -181,12 +197,13 @@ def pool_serving(capacities: CapacityModel, loads: list, pool_id, start, end) ->
         "serving_capacity_tokens_per_s": float((known["capacity"] * weights).sum()),
         "serving_covered_share": covered,
         "serving_utilization": float((utilization * weights).sum()) if applies else np.nan,
-        "serving_reason": _coverage_reason(covered, applies),
+        "serving_reason": _coverage_reason(covered, applies, since),
     }
 
 
-def _coverage_reason(covered: float, applies: bool) -> str:
-    share = f"serving loads cover {covered:.0%} of the period"
+def _coverage_reason(covered: float, applies: bool, since: dt.datetime | None = None) -> str:
+    span = "the period" if since is None else f"its time in service (from {since:%Y-%m-%d})"
+    share = f"serving loads cover {covered:.0%} of {span}"
     if applies:
         return f"measured: served tokens/s ÷ modeled capacity ({share})"
     return f"{share}, under {MIN_COVERED_SHARE:.0%}: serving load not used"
@@ -211,6 +228,15 @@ def _no_load(reason: str, tp: float) -> dict:
     }
 
 
+def _in_service_from(cluster_ids: list[int]) -> dict[int, dt.datetime]:
+    """Clusters' commissioning (UTC midnight, as the usage rule reads it); none: always."""
+    commissioned = Cluster.objects.filter(pk__in=cluster_ids, commissioned_on__isnull=False)
+    return {
+        pk: dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+        for pk, day in commissioned.values_list("pk", "commissioned_on")
+    }
+
+
 def with_serving_columns(pools: pd.DataFrame, groups: pd.DataFrame, start, end) -> pd.DataFrame:
     """The pools frame with the serving columns filled for inference pools (NaN elsewhere)."""
     inference = pools["purpose"] == INFERENCE
@@ -225,10 +251,13 @@ def with_serving_columns(pools: pd.DataFrame, groups: pd.DataFrame, start, end) 
         period_end__gt=start,
     ).order_by("period_start", "pk"):
         loads_of.setdefault(load.pool_id, []).append(load)
+    in_service = _in_service_from(pools.loc[inference, "cluster_id"].tolist())
     rows = {}
     for index in pools.index[inference]:
         pool_id = int(pools.at[index, "pool_id"])
-        rows[index] = pool_serving(capacities, loads_of.get(pool_id, []), pool_id, start, end)
+        since = in_service.get(int(pools.at[index, "cluster_id"]))
+        loads = loads_of.get(pool_id, [])
+        rows[index] = pool_serving(capacities, loads, pool_id, start, end, since)
     extra = pd.DataFrame.from_dict(rows, orient="index").reindex(pools.index)
     pools = pools.assign(**{column: extra[column] for column in SERVING_COLUMNS})
     if "utilization_reason" in pools:  # the usage coverage reason no longer explains the value

@@ -222,6 +222,43 @@ def test_overlapping_loads_cover_their_union_once(serving_pool, django_capture_o
     assert row["serving_tokens_per_s"] == pytest.approx(2000.0)  # time-weighted mean
 
 
+def test_coverage_counts_only_the_pools_time_in_service(
+    serving_pool, django_capture_on_commit_callbacks
+):
+    """A cluster commissioned on day 11 of the 30: loads over all its 20 days in service cover
+    it fully (as usage coverage counts in-service card-hours), not 20 of 30 days."""
+    cluster = serving_pool.cluster
+    cluster.commissioned_on = (START + dt.timedelta(days=10)).date()
+    cluster.save()
+    add_load(serving_pool, start=START + dt.timedelta(days=10), served=1000.0)
+    row = rows_of(django_capture_on_commit_callbacks)[0]["serving"]
+    assert row["serving_covered_share"] == pytest.approx(1.0)
+    assert row["utilization_basis"] == "serving_load"
+    assert row["serving_reason"] == (
+        "measured: served tokens/s ÷ modeled capacity (serving loads cover 100% of its time "
+        "in service (from 2024-03-11))"
+    )
+    # Under half of the time in service: not used, and the reason says of what.
+    ServingLoad.objects.all().delete()
+    add_load(serving_pool, start=START + dt.timedelta(days=10), end=START + dt.timedelta(days=18))
+    row = rows_of(django_capture_on_commit_callbacks)[0]["serving"]
+    assert row["serving_covered_share"] == pytest.approx(8 / 20)
+    assert row["utilization_basis"] != "serving_load"
+    assert "40% of its time in service (from 2024-03-11), under 50%" in row["serving_reason"]
+
+
+def test_a_pool_not_yet_in_service_has_no_serving_load(
+    serving_pool, django_capture_on_commit_callbacks
+):
+    cluster = serving_pool.cluster
+    cluster.commissioned_on = END.date()
+    cluster.save()
+    add_load(serving_pool)
+    row = rows_of(django_capture_on_commit_callbacks)[0]["serving"]
+    assert row["serving_reason"] == "not in service in this period"
+    assert row["serving_mbu_basis"] == "bandwidth_efficiency_default"
+
+
 def test_union_hours_merges_spans_inside_the_period():
     from planner.serving_factors import union_hours
 
@@ -259,8 +296,9 @@ def test_costs_say_their_factors_for_serving_pools_are_training_ones(serving_poo
 
 
 def test_daily_loads_cost_no_more_queries_than_one(serving_pool):
-    # A load a day for a month: one query for the loads, one for the cards, and the engine
-    # evaluates the (model, cards) capacity once, not once per load.
+    # A load a day for a month: one query for the loads, one for the cards, one for the
+    # clusters' commissioning, and the engine evaluates the (model, cards) capacity once,
+    # not once per load.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -281,7 +319,7 @@ def test_daily_loads_cost_no_more_queries_than_one(serving_pool):
         assert reason.startswith("measured" if days >= 15 else "serving loads cover")
         return len(captured)
 
-    assert queries_with(30) == queries_with(1) == 2
+    assert queries_with(30) == queries_with(1) == 3
     evaluated = []
     real = serving_factors.best_option
     serving_factors.best_option = lambda *args: evaluated.append(1) or real(*args)
