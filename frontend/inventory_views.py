@@ -430,16 +430,22 @@ class PoolNodeGroupCreateView(PoolInUrlMixin, InventoryFormMixin, CreateView):
         return context
 
 
-class PoolServingLoadCreateView(PoolInUrlMixin, PlannerRequiredMixin, CreateView):
-    """Add a measured serving load to the inference pool in the URL (from the pool page)."""
+class PoolServingLoadMixin(PoolInUrlMixin, PlannerRequiredMixin):
+    """A serving load of the inference pool in the URL, added, edited or deleted from the
+    pool page (``load_pk``: a load of another pool is not found)."""
 
     model = ServingLoad
-    form_class = ServingLoadForm
-    template_name = "frontend/inventory/form.html"
+    pk_url_kwarg = "load_pk"
+    done_verb = "Added"
+    title_text = "Add a serving load to"
+
+    def get_queryset(self):
+        return ServingLoad.objects.filter(pool=self.get_pool())
 
     def form_valid(self, form):
+        text = f"{self.done_verb} serving load “{self.object}”."  # before a delete clears it
         response = super().form_valid(form)
-        messages.success(self.request, f"Added serving load “{self.object}”.")
+        messages.success(self.request, text)
         return response
 
     def get_context_data(self, **kwargs):
@@ -447,11 +453,38 @@ class PoolServingLoadCreateView(PoolInUrlMixin, PlannerRequiredMixin, CreateView
         pool = self.get_pool()
         return {
             **context,
-            "title": f"Add a serving load to pool {pool.cluster.site.name} / {pool}",
+            "title": f"{self.title_text} pool {pool.cluster.site.name} / {pool}",
             "section_title": "Pools",
             "list_url": reverse(LIST_URL_NAMES[Pool]),
             "cancel_url": detail_url_of(pool),
+            "pool": pool,
         }
+
+
+class PoolServingLoadCreateView(PoolServingLoadMixin, CreateView):
+    form_class = ServingLoadForm
+    template_name = "frontend/inventory/form.html"
+
+    def form_valid(self, form):
+        self.object = form.instance  # named in the message before it is saved
+        return super().form_valid(form)
+
+
+class PoolServingLoadUpdateView(PoolServingLoadMixin, UpdateView):
+    form_class = ServingLoadForm
+    template_name = "frontend/inventory/form.html"
+    done_verb = "Saved"
+    title_text = "Edit a serving load of"
+
+
+class PoolServingLoadDeleteView(PoolServingLoadMixin, DeleteView):
+    template_name = "frontend/inventory/servingload_confirm_delete.html"
+    done_verb = "Deleted"
+    title_text = "Delete a serving load of"
+
+    def get_form_kwargs(self):
+        # The confirmation form takes no pool (PoolInUrlMixin gives one to edit forms).
+        return super(PoolInUrlMixin, self).get_form_kwargs()
 
 
 class NodeGroupUpdateView(VersionedUpdateView):

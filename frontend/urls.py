@@ -59,6 +59,16 @@ urlpatterns = [
         inv.PoolServingLoadCreateView.as_view(),
         name="pool-add-servingload",
     ),
+    path(
+        "inventory/pools/<int:pk>/serving-loads/<int:load_pk>/edit/",
+        inv.PoolServingLoadUpdateView.as_view(),
+        name="pool-edit-servingload",
+    ),
+    path(
+        "inventory/pools/<int:pk>/serving-loads/<int:load_pk>/delete/",
+        inv.PoolServingLoadDeleteView.as_view(),
+        name="pool-delete-servingload",
+    ),
     *crud(
         "node-groups",
         "nodegroup",

@@ -333,6 +333,14 @@ MATRIX: dict[str, Entry] = {
     **inventory_pages("accelerator", "unused_accelerator"),
     "frontend:pool-add-nodegroup": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
     "frontend:pool-add-servingload": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
+    "frontend:pool-edit-servingload": Entry(
+        lambda o: {"pk": o.pool.pk, "load_pk": o.serving_load.pk},
+        (get(PAGE_PLANNER), post(page_write(200))),  # an empty form: re-shown with its errors
+    ),
+    "frontend:pool-delete-servingload": Entry(
+        lambda o: {"pk": o.pool.pk, "load_pk": o.serving_load.pk},
+        (get(PAGE_PLANNER), post(page_write(302))),
+    ),
     "frontend:import-index": Entry(None, (get(PAGE_PLANNER),)),
     "frontend:import-upload": Entry(
         lambda o: {"kind": "sites"}, (get(PAGE_PLANNER), post(page_write(200)))

@@ -59,3 +59,107 @@ def test_a_training_pool_has_no_serving_section(alpha, client, viewer):  # noqa:
     client.force_login(viewer)
     page = client.get(f"/inventory/pools/{alpha.pools.get().pk}/").content.decode()
     assert "Serving loads" not in page
+
+
+def _load(pool, **changes) -> ServingLoad:
+    import datetime as dt
+
+    values = {
+        "period_start": dt.datetime(2024, 3, 1, tzinfo=dt.UTC),
+        "period_end": dt.datetime(2024, 4, 1, tzinfo=dt.UTC),
+        "served_tokens_per_s": 1500.0,
+        "model_params": 7e10,
+        "weight_precision": "fp8",
+        "kv_precision": "fp8",
+        "input_tokens": 1000,
+        "output_tokens": 500,
+        **changes,
+    }
+    return ServingLoad.objects.create(pool=pool, **values)
+
+
+def test_a_planner_edits_a_serving_load_from_the_pool_page(serving_pool, client, planner):
+    load = _load(serving_pool)
+    client.force_login(planner)
+    url = f"/inventory/pools/{serving_pool.pk}/serving-loads/{load.pk}/edit/"
+    assert url in client.get(f"/inventory/pools/{serving_pool.pk}/").content.decode()
+    form = client.get(url).context["form"]
+    assert form.initial["served_tokens_per_s"] == 1500.0  # opens with the stored values
+    answer = client.post(url, {**FORM, "served_tokens_per_s": "2500"})
+    assert (
+        answer.status_code == 302 and answer["Location"] == f"/inventory/pools/{serving_pool.pk}/"
+    )
+    load.refresh_from_db()
+    assert (load.pool, load.served_tokens_per_s) == (serving_pool, 2500.0)
+    assert ServingLoad.objects.count() == 1
+    # Out of range: the field is named and nothing changes.
+    answer = client.post(url, {**FORM, "served_tokens_per_s": "-1"})
+    assert answer.status_code == 200 and "served_tokens_per_s" in answer.context["form"].errors
+    load.refresh_from_db()
+    assert load.served_tokens_per_s == 2500.0
+
+
+def test_a_planner_deletes_a_serving_load_after_confirming(serving_pool, client, planner):
+    kept, gone = _load(serving_pool), _load(serving_pool, served_tokens_per_s=900.0)
+    client.force_login(planner)
+    url = f"/inventory/pools/{serving_pool.pk}/serving-loads/{gone.pk}/delete/"
+    assert url in client.get(f"/inventory/pools/{serving_pool.pk}/").content.decode()
+    confirm = client.get(url)
+    assert confirm.status_code == 200 and "900 tokens/s" in confirm.content.decode()
+    assert ServingLoad.objects.count() == 2  # a GET deletes nothing
+    answer = client.post(url)
+    assert (
+        answer.status_code == 302 and answer["Location"] == f"/inventory/pools/{serving_pool.pk}/"
+    )
+    assert list(ServingLoad.objects.all()) == [kept]
+
+
+def test_viewers_and_other_pools_urls_cannot_change_a_load(serving_pool, client, planner, viewer):
+    from tests.accounting.conftest import add_h100_pool
+
+    load = _load(serving_pool)
+    other = add_h100_pool(serving_pool.cluster, "other", purpose="inference")
+    client.force_login(viewer)
+    assert "/edit/" not in client.get(f"/inventory/pools/{serving_pool.pk}/").content.decode()
+    base = f"/inventory/pools/{serving_pool.pk}/serving-loads/{load.pk}"
+    assert client.post(f"{base}/edit/", {**FORM, "served_tokens_per_s": "1"}).status_code == 403
+    assert client.post(f"{base}/delete/").status_code == 403
+    client.force_login(planner)
+    # The load through another pool's URL is not found (never moved or deleted there).
+    wrong = f"/inventory/pools/{other.pk}/serving-loads/{load.pk}"
+    assert client.post(f"{wrong}/edit/", FORM).status_code == 404
+    assert client.post(f"{wrong}/delete/").status_code == 404
+    load.refresh_from_db()
+    assert (load.pool, load.served_tokens_per_s) == (serving_pool, 1500.0)
+
+
+def test_editing_or_deleting_a_load_makes_the_pools_analyses_stale(
+    serving_pool, client, planner, django_capture_on_commit_callbacks
+):
+    import datetime as dt
+
+    from planner import services
+    from tests.frontend.test_dashboards_analyses import compute_now
+
+    load = _load(serving_pool)
+    with django_capture_on_commit_callbacks(execute=False):
+        analysis = services.start_analysis(
+            scope="fleet",
+            period_start=dt.datetime(2024, 3, 1, tzinfo=dt.UTC),
+            period_end=dt.datetime(2024, 4, 1, tzinfo=dt.UTC),
+        )
+    analysis = compute_now(analysis)
+    client.force_login(planner)
+    base = f"/inventory/pools/{serving_pool.pk}/serving-loads/{load.pk}"
+    for action, step in (
+        ("edited", lambda: client.post(f"{base}/edit/", {**FORM, "served_tokens_per_s": "2000"})),
+        ("deleted", lambda: client.post(f"{base}/delete/")),
+    ):
+        type(analysis).objects.filter(pk=analysis.pk).update(stale=False, stale_reason="")
+        with django_capture_on_commit_callbacks(execute=True):
+            assert step().status_code == 302
+        analysis.refresh_from_db()
+        assert analysis.stale
+        assert analysis.stale_reason == (
+            f"A serving load of pool {serving_pool.name} was {action} after this run."
+        )
