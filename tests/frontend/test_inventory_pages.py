@@ -228,6 +228,7 @@ def test_deleting_a_cluster_lists_what_goes_with_it(planner_client, demo_fleet):
     cluster = Cluster.objects.get(name="train-hetero")
     html = planner_client.get(f"/inventory/clusters/{cluster.pk}/delete/").content.decode()
     assert "This also deletes 1 pool and 2 node groups." in html
+    assert f'<a href="/inventory/clusters/{cluster.pk}/">Cancel</a>' in html
     planner_client.post(f"/inventory/clusters/{cluster.pk}/delete/")
     assert not Pool.objects.filter(name="mixed-a100-h100").exists()
 

@@ -105,7 +105,9 @@ def test_a_planner_deletes_a_serving_load_after_confirming(serving_pool, client,
     url = f"/inventory/pools/{serving_pool.pk}/serving-loads/{gone.pk}/delete/"
     assert url in client.get(f"/inventory/pools/{serving_pool.pk}/").content.decode()
     confirm = client.get(url)
-    assert confirm.status_code == 200 and "900 tokens/s" in confirm.content.decode()
+    html = confirm.content.decode()
+    assert confirm.status_code == 200 and "900 tokens/s" in html
+    assert f'<a href="/inventory/pools/{serving_pool.pk}/">Cancel</a>' in html
     assert ServingLoad.objects.count() == 2  # a GET deletes nothing
     answer = client.post(url)
     assert (
