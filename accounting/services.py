@@ -246,6 +246,7 @@ def import_file(
     *,
     progress: ProgressCallback | None = None,
     before_commit: Callable[[ImportCounts], None] | None = None,
+    queue_rollup_refresh: bool = True,
 ) -> ImportCounts:
     """Import one file into ``job.cluster`` in one transaction; returns what changed.
 
@@ -253,6 +254,8 @@ def import_file(
     is bad. ``before_commit`` runs inside the transaction after the last chunk (the worker
     records the outcome there, so data and status commit together). Imports into one
     cluster are serialized by a row lock on the cluster (PostgreSQL).
+    ``queue_rollup_refresh``: False for a caller that rebuilds the rollups itself once its
+    files are in (a bulk loader), instead of a worker refresh per file.
     """
     # An upload is held to the upload limit while read too; a command's file to lines only.
     configure_readers(max_bytes=max_upload_bytes() if job.file else None)
@@ -273,7 +276,8 @@ def import_file(
             )
             from accounting.rollups import queue_refresh
 
-            queue_refresh([job.cluster_id])  # the dashboards' daily sums, after the commit
+            if queue_rollup_refresh:
+                queue_refresh([job.cluster_id])  # the dashboards' daily sums, after the commit
         if before_commit is not None:
             before_commit(counts)
     return counts

@@ -240,6 +240,19 @@ def test_an_import_queues_the_rollup_refresh_through_the_dispatcher(
     ]
 
 
+def test_a_bulk_loader_that_refreshes_itself_queues_no_refresh(demo_fleet):
+    from accounting import services
+    from accounting.models import RollupRefresh, UsageRecord
+    from inventory.models import Cluster
+
+    cluster = Cluster.objects.get(name="inference-eu")
+    job = services.create_import_job(kind="csv", cluster=cluster, source_name="x", queue=False)
+    text = usage_data.usage_csv("inference-eu", 3, 5)
+    services.import_file(job, io.BytesIO(text.encode()), queue_rollup_refresh=False)
+    assert UsageRecord.objects.filter(cluster=cluster).exists()
+    assert not RollupRefresh.objects.exists()
+
+
 def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
     demo_fleet, monkeypatch, django_capture_on_commit_callbacks
 ):

@@ -91,7 +91,10 @@ def usage_csv(cluster: str, seed: int, count: int = 200) -> str:
 
 
 def load_usage(seed: int = 11, count: int = 200) -> dict[str, int]:
-    """Import the usage of every demo cluster and the sreport; returns records per cluster."""
+    """Import the usage of every demo cluster and the sreport; returns records per cluster.
+
+    No worker refresh is queued: callers rebuild the rollups themselves (a refresh still
+    running on the test worker when a test ends would race the database flush)."""
     from accounting import services
     from inventory.models import Cluster
 
@@ -102,10 +105,11 @@ def load_usage(seed: int = 11, count: int = 200) -> dict[str, int]:
             kind="csv", cluster=cluster, source_name=f"{name}.csv", queue=False
         )
         text = usage_csv(name, seed + index, count)
-        counts[name] = services.import_file(job, io.BytesIO(text.encode())).records_created
+        imported = services.import_file(job, io.BytesIO(text.encode()), queue_rollup_refresh=False)
+        counts[name] = imported.records_created
     cluster = Cluster.objects.get(name="train-hetero")
     job = services.create_import_job(
         kind="sreport", cluster=cluster, source_name="aug.sreport", queue=False
     )
-    services.import_file(job, io.BytesIO(SREPORT.encode()))
+    services.import_file(job, io.BytesIO(SREPORT.encode()), queue_rollup_refresh=False)
     return counts
