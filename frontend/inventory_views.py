@@ -443,7 +443,8 @@ class PoolServingLoadMixin(PoolInUrlMixin, PlannerRequiredMixin):
         return ServingLoad.objects.filter(pool=self.get_pool())
 
     def form_valid(self, form):
-        text = f"{self.done_verb} serving load “{self.object}”."  # before a delete clears it
+        # Named before the save (a new load) or the delete (a gone one).
+        text = f"{self.done_verb} serving load “{self.object or form.instance}”."
         response = super().form_valid(form)
         messages.success(self.request, text)
         return response
@@ -464,10 +465,6 @@ class PoolServingLoadMixin(PoolInUrlMixin, PlannerRequiredMixin):
 class PoolServingLoadCreateView(PoolServingLoadMixin, CreateView):
     form_class = ServingLoadForm
     template_name = "frontend/inventory/form.html"
-
-    def form_valid(self, form):
-        self.object = form.instance  # named in the message before it is saved
-        return super().form_valid(form)
 
 
 class PoolServingLoadUpdateView(PoolServingLoadMixin, UpdateView):

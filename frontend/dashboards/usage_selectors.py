@@ -215,8 +215,11 @@ def _pool_costs(view: View, granularity: str, money_only: bool = False) -> selec
         )
         return selectors.pool_costs(scope, usage, inputs=_inputs(view, data), money_only=money_only)
 
-    key = ("pool-costs", granularity, money_only, _key(data))
-    return memo(view, key, compute, intermediate=True)
+    return memo(view, _pool_costs_key(granularity, money_only, data), compute, intermediate=True)
+
+
+def _pool_costs_key(granularity: str, money_only: bool, data: dict[str, Any]) -> tuple:
+    return ("pool-costs", granularity, money_only, _key(data))
 
 
 def _cost_units(view: View) -> pd.DataFrame:
@@ -321,8 +324,8 @@ def chargeback(view: View) -> pd.DataFrame:
         # The report's rows and bills without its JSON round trip (NaN and ±inf as JSON has
         # them: no value).
         # The full monthly run if this view made it for its charts, else only the money.
-        full = ("pool-costs", CHARGEBACK_GRANULARITY, False, _key(data))
-        costs = view_memo(view).get(full) or _pool_costs(view, CHARGEBACK_GRANULARITY, True)
+        full = view_memo(view).get(_pool_costs_key(CHARGEBACK_GRANULARITY, False, data))
+        costs = full or _pool_costs(view, CHARGEBACK_GRANULARITY, money_only=True)
         rows, bills = selectors.chargeback_frames(scope, costs)
         if rows.empty:
             return pd.DataFrame()
