@@ -1,7 +1,7 @@
 """Which part of a period the usage data covers, per cluster (the database side of the rule).
 
 The rule itself, the covered windows and the clipping of the inventory are pure
-(:mod:`planner.engine.coverage`); this module reads the spans of the usage records and
+(:mod:`engine.coverage`); this module reads the spans of the usage records and
 sreport periods and words the per-cluster notes the pages and reports show.
 """
 
@@ -15,14 +15,14 @@ import pandas as pd
 from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
 
 from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
-from inventory.models import Cluster
-from planner.engine.coverage import (
+from engine.coverage import (
     MIN_COVERED_SHARE,
     WINDOW_COLUMNS,
     Coverage,
     coverage_of,
     covered_windows,
 )
+from inventory.models import Cluster
 
 # What `with_coverage` adds to each pool row of an analysis.
 COVERAGE_COLUMNS = ("coverage_share", "coverage_text", "utilization_reason")
@@ -101,7 +101,7 @@ def coverage_notes(
     # Every row's covered card-hours are at most its in-service ones: when the fleet's sums are
     # equal, every cluster is covered whole (one pass instead of one per cluster).
     fleet = coverage_of(inventory, windows, period_start, period_end)
-    if fleet.period_card_h > 0 and fleet.covered_card_h == fleet.period_card_h:
+    if fleet.period_card_hours > 0 and fleet.covered_card_hours == fleet.period_card_hours:
         return []
     notes: list[str] = []
     for cluster_id, rows in inventory.groupby("cluster", sort=False):
@@ -111,7 +111,7 @@ def coverage_notes(
         if share is None or share >= 1.0 - 1e-9:
             continue
         name = rows["cluster_name"].iloc[0] if "cluster_name" in rows else cluster_id
-        if coverage.covered_card_h <= 0:
+        if coverage.covered_card_hours <= 0:
             notes.append(
                 f"No usage data for cluster {name} in this period: its utilization, idle "
                 "cost and losses are shown as no data, not as zero; its cost is priced from "
@@ -130,15 +130,15 @@ def scope_coverage_summary(rows: pd.DataFrame) -> dict[str, Any] | None:
     """An analysis's coverage from its pool rows: card-day share, clusters covered, why."""
     if "coverage_share" not in rows or rows.empty:
         return None
-    card_h = rows["card_h"].astype("float64")
+    card_hours = rows["card_hours"].astype("float64")
     share = rows["coverage_share"].astype("float64").fillna(0.0)
-    total_h = float(card_h.sum())
+    total_h = float(card_hours.sum())
     clusters = int(rows["cluster_id"].nunique())
     covered = int(rows.loc[share > 0, "cluster_id"].nunique())
     measured = int(
         rows.loc[rows["utilization_provenance"].astype(str) == "measured", "cluster_id"].nunique()
     )
-    scope_share = float((share * card_h).sum()) / total_h if total_h > 0 else None
+    scope_share = float((share * card_hours).sum()) / total_h if total_h > 0 else None
     if clusters == 1:
         text, reason = str(rows["coverage_text"].iloc[0]), str(rows["utilization_reason"].iloc[0])
     else:

@@ -15,9 +15,9 @@ from django.db import models
 from accounting.parsing import JOB_STATES, normalize_gres_type
 from core.jobs.models import DurableJob
 from core.jobs.status import JobStatus
+from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
+from engine.limits import date_error, limit_errors
 from inventory.models import AcceleratorModel, Cluster, Pool
-from planner.engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
-from planner.engine.limits import date_error, limit_errors
 
 non_negative = MinValueValidator(0)
 fraction = [MinValueValidator(0.0), MaxValueValidator(1.0)]
@@ -370,7 +370,7 @@ class RollupRefresh(DurableJob):
         return f"rollup refresh {self.pk} {self.cluster_ids or 'all'} ({self.status})"
 
 
-# Serving-load field -> its limit in planner.engine.limits.LIMITS (the inference estimate's).
+# Serving-load field -> its limit in engine.limits.LIMITS (the inference estimate's).
 SERVING_LOAD_LIMITS = {
     "served_tokens_per_s": "serving_tokens_per_s",
     "model_params": "model_params",

@@ -1,7 +1,7 @@
 """Daily usage rollups: a year of usage records summed once, read by the dashboards per request.
 
 :func:`refresh_usage_rollups` splits every record of a cluster over the local days it ran with
-the engine's own :func:`~planner.engine.usage.allocated_by_bucket` and stores one
+the engine's own :func:`~engine.usage.allocated_by_bucket` and stores one
 :class:`~accounting.models.UsageDailyRollup` row per day × pool × card × team. The split is
 linear in the records and in time, so the rows of the days of a week or month add up to what
 the reports compute from the raw records for that bucket.
@@ -37,9 +37,9 @@ from django.utils.module_loading import import_string
 
 from accounting.models import ImportStatus, RollupRefresh, UsageDailyRollup, UsageRecord
 from accounting.selectors import NO_ACCOUNT, USAGE_FRAME_COLUMNS, _frame, typed_usage_frame
+from engine.factors import mfu_from_throughput
+from engine.usage import allocated_by_bucket, bucket_edges
 from inventory.models import AcceleratorModel, Cluster
-from planner.engine.factors import mfu_from_throughput
-from planner.engine.usage import allocated_by_bucket, bucket_edges
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from accounting.selectors.costs import cost_report
 from accounting.selectors.frames import AccountingScope
 from accounting.selectors.utilization import measured_utilization
 from alerts.models import ANALYSIS_METRICS, AlertRule, Metric, Scope
+from engine.coverage import MIN_COVERED_SHARE
 from inventory.models import Cluster, Pool
-from planner.engine.coverage import MIN_COVERED_SHARE
 from planner.models import Analysis
 
 # The analysis summary's key of each factor metric.

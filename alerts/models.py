@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, validate_email
 from django.db import models
 
+from engine.limits import LIMITS
 from inventory.currency import validate_currency
-from planner.engine.limits import LIMITS
 
 
 class Metric(models.TextChoices):

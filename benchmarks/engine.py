@@ -21,9 +21,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.engine.aggregate import aggregate_scopes  # noqa: E402
-from planner.engine.defaults import COOLING_TYPES, DEFAULTS, FABRICS, FACTOR_FLOOR  # noqa: E402
-from planner.engine.evaluate import evaluate_pools  # noqa: E402
+from engine.aggregate import aggregate_scopes  # noqa: E402
+from engine.defaults import COOLING_TYPES, DEFAULTS, FABRICS, FACTOR_FLOOR  # noqa: E402
+from engine.evaluate import evaluate_pools  # noqa: E402
 
 # (accelerator, vendor, dense BF16 TFLOP/s, NVLink GB/s both directions, catalog MFU or NaN)
 CATALOG = [
@@ -70,7 +70,7 @@ def synthetic_inputs(
                 rng.random(n_pools) < 0.5, rng.uniform(0.2, 0.95, n_pools), np.nan
             ),
             "duration_h": 730.0,
-            "cost_per_card_h": rng.uniform(0.8, 3.0, size=n_pools),
+            "cost_per_card_hours": rng.uniform(0.8, 3.0, size=n_pools),
         }
     )
     with_table = np.flatnonzero(rng.random(n_pools) < 0.1)
@@ -116,7 +116,7 @@ def bare_arrays(
         "pue": pools["pue"].to_numpy(float),
         "utilization": pools["utilization_measured"].to_numpy(float),
         "duration": pools["duration_h"].to_numpy(float),
-        "cost": pools["cost_per_card_h"].to_numpy(float),
+        "cost": pools["cost_per_card_hours"].to_numpy(float),
         "site": pools["site_id"].to_numpy(),
         "cluster": pools["cluster_id"].to_numpy(),
         "table_pool": speedup["pool_id"].to_numpy(),
@@ -226,7 +226,7 @@ def bare_numpy(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             table("granularity_penalty") * penalty,
         ]
     )
-    mtbf_card = table("mtbf_card_h") / per_cooling["failure_rate"][cooling]
+    mtbf_card = table("mtbf_card_hours") / per_cooling["failure_rate"][cooling]
     time_joint = _effective_time(n, mtbf_card)
     joint_scaling = np.clip(
         compute[:, None] / h / (compute[:, None] / h + comm[:, None] + bubble[:, None] / h),
@@ -281,10 +281,10 @@ def bare_numpy(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     product = factors.prod(axis=1)
     logs = -np.log(factors)
     shares = (1 - product)[:, None] * logs / logs.sum(axis=1, keepdims=True)
-    card_h = n * a["duration"]
+    card_hours = n * a["duration"]
     peak_pflop_days = peak / 1000.0 * a["duration"] / 24.0
-    lost_card_h = shares * card_h[:, None]
-    lost_money = lost_card_h * a["cost"][:, None]
+    lost_card_hours = shares * card_hours[:, None]
+    lost_money = lost_card_hours * a["cost"][:, None]
 
     rollups = {}
     for level, codes in (
@@ -306,7 +306,7 @@ def bare_numpy(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "scaling": scaling,
         "effective_time": effective_time,
         "strategy": strategy,
-        "lost_card_h": lost_card_h,
+        "lost_card_hours": lost_card_hours,
         **rollups,
     }
 

@@ -1,8 +1,8 @@
 """Serializer fields, validators and model checks that take their range from one table.
 
-Declare a bound by its name in `planner.engine.limits.LIMITS`, never by copied numbers:
+Declare a bound by its name in `engine.limits.LIMITS`, never by copied numbers:
 `bounded_float("tokens", required=False)`, `WithinLimit("pue")` on a form field,
-`limit_errors(site, {"tariff_per_kwh": "tariff_per_kwh"})` (planner.engine.limits) in a
+`limit_errors(site, {"tariff_per_kwh": "tariff_per_kwh"})` (engine.limits) in a
 model's clean().
 An out-of-range value is a 400 (or a form error) naming the field and the range.
 """
@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils.deconstruct import deconstructible
 from rest_framework import serializers
 
-from planner.engine.limits import date_error, limit, range_error
+from engine.limits import date_error, limit, range_error
 
 
 @deconstructible

@@ -13,8 +13,8 @@ from typing import Any
 from django import forms
 
 from core.bounds import WithinLimit
+from engine.limits import limit, range_error
 from inventory.models import AcceleratorModel, Pool, Site
-from planner.engine.limits import limit, range_error
 from planner.plans import DEFAULT_HISTORY_DAYS
 
 BILLION = 1e9

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import pandas as pd
 from django.db.models import F, Sum
 
+from engine.cost import energy_and_cost
+from engine.defaults import layer_overrides
 from inventory.models import NodeGroup, Pool
-from planner.engine.cost import energy_and_cost
-from planner.engine.defaults import layer_overrides
 
 # Pool purpose → the engine's workload class (a mixed pool is sized for its training jobs).
 WORKLOAD_CLASS = {"training": "pretraining", "inference": "inference", "mixed": "pretraining"}

@@ -78,7 +78,7 @@ class AssumptionsMixin(models.Model):
     assumptions = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Overrides of engine defaults, e.g. {"mtbf_card_h": 30000}. '
+        help_text='Overrides of engine defaults, e.g. {"mtbf_card_hours": 30000}. '
         "Keys and ranges: docs/efficiency-model.md.",
     )
 
@@ -86,7 +86,7 @@ class AssumptionsMixin(models.Model):
         abstract = True
 
     def clean_assumptions(self) -> dict[str, str]:
-        from planner.engine.defaults import validate_overrides
+        from engine.defaults import validate_overrides
 
         if not isinstance(self.assumptions, dict):
             return {"assumptions": "Give the overrides as an object of key: value pairs."}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
-from planner.engine.limits import date_error, limit, limit_errors
+from engine.limits import date_error, limit, limit_errors
 
-# Model name -> {field: limit name in planner.engine.limits.LIMITS}.
+# Model name -> {field: limit name in engine.limits.LIMITS}.
 FIELD_LIMITS: dict[str, dict[str, str]] = {
     "Site": {
         "pue": "pue",

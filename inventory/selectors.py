@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Prefetch, QuerySet
 
+from engine.cost import DEFAULT_POWER
 from inventory.models import Cluster, NodeGroup, Pool, Site
-from planner.engine.cost import DEFAULT_POWER
 
 
 @dataclass(frozen=True)

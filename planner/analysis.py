@@ -13,12 +13,12 @@ import pandas as pd
 from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
 from accounting.selectors import apply_measured_usage
 from core.frames import json_rows, json_value
+from engine.aggregate import aggregate_factors
+from engine.defaults import DEFAULTS
+from engine.evaluate import evaluate_pools
+from engine.factors import FACTOR_NAMES
 from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
 from inventory.validity import invalid_clusters
-from planner.engine.aggregate import aggregate_factors
-from planner.engine.defaults import DEFAULTS
-from planner.engine.evaluate import evaluate_pools
-from planner.engine.factors import FACTOR_NAMES
 from planner.measured_sources import TELEMETRY_COLUMNS, apply_telemetry
 from planner.meters import flag_meters_outside_period
 from planner.models import Analysis, Scope
@@ -47,12 +47,12 @@ def _price(pools: pd.DataFrame, groups: pd.DataFrame, evaluated: pd.DataFrame):
     _, costs = price_pools(
         units,
         groups,
-        card_hours=evaluated["card_h"],
-        allocated_card_hours=evaluated["card_h"] * evaluated["utilization"],
+        card_hours=evaluated["card_hours"],
+        allocated_card_hours=evaluated["card_hours"] * evaluated["utilization"],
         pue=evaluated["pue"],
         effective_utilization=evaluated["product"],
     )
-    return costs, costs["total_cost"] / evaluated["card_h"]
+    return costs, costs["total_cost"] / evaluated["card_hours"]
 
 
 def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +62,10 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     # Inference pools: serving definitions replace the training factors before pricing.
     first = apply_serving_factors(evaluate_pools(groups, pools), pools)
-    costs, cost_per_card_h = _price(pools, groups, first)
-    priced = pools.assign(cost_per_card_h=cost_per_card_h.reindex(pools["pool_id"]).to_numpy())
+    costs, cost_per_card_hours = _price(pools, groups, first)
+    priced = pools.assign(
+        cost_per_card_hours=cost_per_card_hours.reindex(pools["pool_id"]).to_numpy()
+    )
     result = apply_serving_factors(evaluate_pools(groups, priced), priced)
     label_columns = ["pool", "cluster", "site", "currency", "purpose"]
     passed = (*COVERAGE_COLUMNS, *TELEMETRY_COLUMNS, *SERVING_COLUMNS)
@@ -90,7 +92,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
             ]
         ]
     )
-    result["cost_per_card_h"] = cost_per_card_h
+    result["cost_per_card_hours"] = cost_per_card_hours
     result["cost_reason"] = unpriced_reasons(costs["cost_basis"], result["cluster"])
     result["factor_note"] = np.where(result["purpose"] == "inference", SERVING_NOTE, "")
     result["card_mix"] = [

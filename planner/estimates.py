@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from planner.engine.aggregate import attribute_waste_arrays
-from planner.engine.defaults import DEFAULTS
-from planner.engine.evaluate import NodeGroup, evaluate_pool
-from planner.engine.factors import FACTOR_NAMES
-from planner.engine.heterogeneous import CardGroup, bucket_effect
-from planner.engine.reliability import daly_interval_h, effective_training_time, young_interval_h
+from engine.aggregate import attribute_waste_arrays
+from engine.defaults import DEFAULTS
+from engine.evaluate import NodeGroup, evaluate_pool
+from engine.factors import FACTOR_NAMES
+from engine.heterogeneous import CardGroup, bucket_effect
+from engine.reliability import daly_interval_h, effective_training_time, young_interval_h
 
 MINUTES_PER_HOUR = 60.0
 
@@ -22,7 +22,7 @@ def _hours(minutes: float | None) -> float | None:
 def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
     result = effective_training_time(
         data["cards"],
-        mtbf_card_h=data.get("mtbf_card_hours"),
+        mtbf_card_hours=data.get("mtbf_card_hours"),
         cooling=data.get("cooling") or "air",
         checkpoint_save_h=_hours(data.get("checkpoint_save_minutes")),
         restart_h=_hours(data.get("restart_minutes")),
@@ -42,7 +42,7 @@ def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
     if not given["mtbf_card_hours"] and data.get("cooling"):
         provenance["mtbf_card_hours"] = "modeled"
     return {
-        "mtbf_card_hours": result.mtbf_card_h,
+        "mtbf_card_hours": result.mtbf_card_hours,
         "mtbf_job_hours": result.mtbf_job_h,
         "young_interval_minutes": float(
             young_interval_h(result.checkpoint_save_h, result.mtbf_job_h) * MINUTES_PER_HOUR

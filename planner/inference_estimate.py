@@ -1,6 +1,6 @@
 """The inference estimate from checked inputs (planner.inference_inputs): cards, latency,
 energy and cost to serve a model. The card figures come from the catalog; the formulas from
-planner.engine.inference (docs/inference.md). Used by the API, the page and stored plans.
+engine.inference (docs/inference.md). Used by the API, the page and stored plans.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import math
 
 import pandas as pd
 
+from engine.inference import InferenceWorkload, evaluate_inference
+from engine.inference.memory import AttentionShape
+from engine.inference.sizing import choose
+from engine.limits import EngineInputError
 from inventory.models import AcceleratorModel
-from planner.engine.inference import InferenceWorkload, evaluate_inference
-from planner.engine.inference.memory import AttentionShape
-from planner.engine.inference.sizing import choose
-from planner.engine.limits import EngineInputError
 from planner.inference_inputs import SETTING_FIELDS
 
 CARD_FIELDS = (

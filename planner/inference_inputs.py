@@ -1,7 +1,7 @@
 """The inference estimate's inputs, checked: one serializer for the API
 (POST /api/v1/estimates/inference/), the inference page and stored inference plans.
 
-Every number is bounded by the one limits table (planner.engine.limits); an out-of-range or
+Every number is bounded by the one limits table (engine.limits); an out-of-range or
 missing value is a 400 naming the field. docs/inference.md describes each field.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
+from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
-from planner.engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 
 MAX_ACCELERATORS = 50  # card models compared in one estimate
 SHAPE_FIELDS = ("layers", "hidden", "kv_heads", "head_dim")

@@ -13,8 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from engine.limits import EngineInputError
 from inventory.models import AcceleratorModel
-from planner.engine.limits import EngineInputError
 from planner.inference_estimate import estimate_inference
 from planner.inference_inputs import InferenceEstimateInputSerializer
 from planner.models import InferencePlan

@@ -8,7 +8,7 @@ apps register their job kinds with ``core.jobs.registry``. A provider answers
 ``covered_gpu_hours``, and for measured energy ``it_energy_kwh`` with
 ``energy_covered_gpu_hours``; pools it has no data for are absent.
 
-The coverage rule is the one of usage records (:func:`planner.engine.coverage.measured_applies`):
+The coverage rule is the one of usage records (:func:`engine.coverage.measured_applies`):
 telemetry covering less than half of a pool's card-hours in the period is not used, and
 ``mfu_telemetry_reason`` / ``it_energy_reason`` say so (docs/telemetry.md, "Telemetry in analyses").
 """
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from django.conf import settings
 
-from planner.engine.coverage import MIN_COVERED_SHARE, measured_applies
+from engine.coverage import MIN_COVERED_SHARE, measured_applies
 
 Provider = Callable[[Iterable[int], dt.date, dt.date], dict[int, dict[str, Any]]]
 TELEMETRY = "telemetry"
@@ -69,15 +69,15 @@ def _figure(pools: pd.DataFrame, factors: dict[int, dict[str, Any]], key: str) -
 
 
 def _measured_energy(
-    pools: pd.DataFrame, factors: dict[int, dict[str, Any]], period_card_h: pd.Series
+    pools: pd.DataFrame, factors: dict[int, dict[str, Any]], period_card_hours: pd.Series
 ) -> tuple[np.ndarray, list[str | None]]:
     """IT energy of the period from the GPUs' energy counters, when the GPUs with a counter
     cover enough of it (their kWh scaled from their hours to the pool's card-hours)."""
     hours = _figure(pools, factors, "energy_covered_gpu_hours").fillna(0.0)
     it_kwh = _figure(pools, factors, "it_energy_kwh")
-    applies = measured_applies(hours.to_numpy(), period_card_h.to_numpy()) & it_kwh.notna()
-    measured = np.where(applies, it_kwh * period_card_h / hours.where(hours > 0), np.nan)
-    share = (hours / period_card_h.where(period_card_h > 0)).fillna(0.0)
+    applies = measured_applies(hours.to_numpy(), period_card_hours.to_numpy()) & it_kwh.notna()
+    measured = np.where(applies, it_kwh * period_card_hours / hours.where(hours > 0), np.nan)
+    share = (hours / period_card_hours.where(period_card_hours > 0)).fillna(0.0)
     counters = "DCGM energy counters × (1 + the source's node overhead)"
     reasons = [
         None
@@ -101,17 +101,17 @@ def apply_telemetry(
         return pools
     factors = provider(pools["pool_id"].tolist(), *local_days(period_start, period_end))
     cards = (groups["nodes"] * groups["cards_per_node"]).groupby(groups["pool_id"]).sum()
-    period_card_h = pools["pool_id"].map(cards).fillna(0.0) * pools["duration_h"].astype(float)
+    period_card_hours = pools["pool_id"].map(cards).fillna(0.0) * pools["duration_h"].astype(float)
     covered = _figure(pools, factors, "covered_gpu_hours").fillna(0.0)
-    applies = measured_applies(covered.to_numpy(), period_card_h.to_numpy())
-    share = (covered / period_card_h.where(period_card_h > 0)).fillna(0.0)
+    applies = measured_applies(covered.to_numpy(), period_card_hours.to_numpy())
+    share = (covered / period_card_hours.where(period_card_hours > 0)).fillna(0.0)
     proxy = _figure(pools, factors, "mfu_allocated")
     usable = applies & (proxy > 0).to_numpy() & (proxy <= 1).to_numpy()
     reasons = [
         _reason(factors.get(pk), s, bool(a))
         for pk, s, a in zip(pools["pool_id"], share, applies, strict=True)
     ]
-    it_kwh, it_reasons = _measured_energy(pools, factors, period_card_h)
+    it_kwh, it_reasons = _measured_energy(pools, factors, period_card_hours)
     return pools.assign(
         mfu_telemetry=np.where(usable, proxy, np.nan),
         mfu_telemetry_reason=reasons,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.engine.factors import FACTOR_NAMES
+from engine.factors import FACTOR_NAMES
 
 LOST_MONEY_KEYS: tuple[str, ...] = tuple(f"lost_{name}_money" for name in FACTOR_NAMES)
 MONEY_KEYS: tuple[str, ...] = ("total_cost", *LOST_MONEY_KEYS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.engine.capacity import pareto_front
+from engine.capacity import pareto_front
 
 
 def rank_options(plan: pd.DataFrame) -> pd.DataFrame:

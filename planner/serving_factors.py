@@ -4,7 +4,7 @@ An inference pool's stored row keeps the five factor keys, with serving definiti
 `mfu` holds the MBU of its cards at capacity for the served model, `scaling` is 1,
 `effective_time` holds the availability of a replica, and `utilization` is the measured
 serving load over the cards' modeled capacity when the loads cover enough of the period.
-The pure formulas are in planner/engine/inference/serving.py; this module reads the serving
+The pure formulas are in engine/inference/serving.py; this module reads the serving
 loads (Django) and rewrites the engine's rows.
 """
 
@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 
 from accounting.models import ServingLoad
+from engine.aggregate import attribute_waste_arrays
+from engine.coverage import MIN_COVERED_SHARE, measured_applies
+from engine.coverage import union_hours as coverage_union_hours
+from engine.factors import FACTOR_LABELS, FACTOR_NAMES
+from engine.inference import serving
+from engine.inference.defaults import SERVING_REPAIR, serving_default
+from engine.inference.memory import BYTES_PER_GB
+from engine.inference.sizing import InferenceWorkload, evaluate_inference
+from engine.limits import EngineInputError
 from inventory.models import AcceleratorModel, Cluster
-from planner.engine.aggregate import attribute_waste_arrays
-from planner.engine.coverage import MIN_COVERED_SHARE, measured_applies
-from planner.engine.coverage import union_hours as coverage_union_hours
-from planner.engine.factors import FACTOR_LABELS, FACTOR_NAMES
-from planner.engine.inference import serving
-from planner.engine.inference.defaults import SERVING_REPAIR, serving_default
-from planner.engine.inference.memory import BYTES_PER_GB
-from planner.engine.inference.sizing import InferenceWorkload, evaluate_inference
-from planner.engine.limits import EngineInputError
 from planner.inference_estimate import card_frame
 
 INFERENCE = "inference"
@@ -325,7 +325,7 @@ def set_factor(result, rows, name, value, provenance, basis, defaults="") -> Non
 def availability_defaults(training_defaults: pd.Series) -> list[str]:
     """The card-MTBF defaults the engine used, and restart_h (the serving repair time)."""
     names = [
-        [name for name in str(value).split(", ") if name.startswith("mtbf_card_h")]
+        [name for name in str(value).split(", ") if name.startswith("mtbf_card_hours")]
         for value in training_defaults
     ]
     return [", ".join([*mtbf, "restart_h"]) for mtbf in names]
@@ -346,7 +346,7 @@ def serving_factor_columns(result: pd.DataFrame, info: pd.DataFrame, rows: np.nd
     )
     set_factor(result, rows, "scaling", 1.0, "modeled", "serving: no pipeline scaling")
     up = serving.availability(
-        result.loc[rows, "mtbf_card_h"], sub["serving_tp"], SERVING_REPAIR.value
+        result.loc[rows, "mtbf_card_hours"], sub["serving_tp"], SERVING_REPAIR.value
     )
     used = availability_defaults(result.loc[rows, "effective_time_defaults"])
     set_factor(result, rows, "effective_time", up, "modeled", "serving_availability", used)
@@ -357,11 +357,11 @@ def serving_factor_columns(result: pd.DataFrame, info: pd.DataFrame, rows: np.nd
         set_factor(result, measured, "utilization", value, "measured", "serving_load")
 
 
-def recompute_attribution(result: pd.DataFrame, rows: np.ndarray, cost_per_card_h) -> None:
+def recompute_attribution(result: pd.DataFrame, rows: np.ndarray, cost_per_card_hours) -> None:
     """Product and lost shares (in card-hours, PFLOP-days, money) of the rewritten rows."""
     factors = result.loc[rows, list(FACTOR_NAMES)].to_numpy(dtype=float)
     product, lost, shares = attribute_waste_arrays(factors)
-    card_h = result.loc[rows, "card_h"].to_numpy()
+    card_hours = result.loc[rows, "card_hours"].to_numpy()
     peak_days = result.loc[rows, "peak_pflop_days"].to_numpy()
     result.loc[rows, "product"] = product
     result.loc[rows, "effective_pflop_days"] = product * peak_days
@@ -369,9 +369,9 @@ def recompute_attribution(result: pd.DataFrame, rows: np.ndarray, cost_per_card_
     for position, name in enumerate(FACTOR_NAMES):
         share = shares[:, position]
         result.loc[rows, f"lost_share_{name}"] = share
-        result.loc[rows, f"lost_{name}_card_h"] = share * card_h
+        result.loc[rows, f"lost_{name}_card_hours"] = share * card_hours
         result.loc[rows, f"lost_{name}_pflop_days"] = share * peak_days
-        result.loc[rows, f"lost_{name}_money"] = share * card_h * cost_per_card_h[rows]
+        result.loc[rows, f"lost_{name}_money"] = share * card_hours * cost_per_card_hours[rows]
 
 
 def apply_serving_factors(result: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
@@ -383,7 +383,7 @@ def apply_serving_factors(result: pd.DataFrame, pools: pd.DataFrame) -> pd.DataF
     if not rows.any():
         return result
     serving_factor_columns(result, info, rows)
-    cost = info.get("cost_per_card_h", pd.Series(np.nan, index=info.index)).to_numpy(float)
+    cost = info.get("cost_per_card_hours", pd.Series(np.nan, index=info.index)).to_numpy(float)
     recompute_attribution(result, rows, cost)
     for column in TRAINING_ONLY_COLUMNS:
         result.loc[rows, column] = np.nan

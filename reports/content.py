@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from accounting import selectors as accounting
-from planner.engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
-from planner.engine.factors import FACTOR_NAMES
+from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
+from engine.factors import FACTOR_NAMES
 from reports import conversion, periods
 from reports import selectors as report_selectors
 from reports.models import ReportSchedule, ReportScope, ReportTemplate

@@ -11,8 +11,8 @@ import datetime as dt
 from typing import Any
 
 from accounting.selectors import COST_MONEY_COLUMNS
+from engine.factors import FACTOR_NAMES
 from inventory.currency import conversions, in_reporting_currency
-from planner.engine.factors import FACTOR_NAMES
 from reports.trends import change
 
 HEADLINE_KEYS = ("total_cost", "idle_cost", "lost_cost")

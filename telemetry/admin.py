@@ -30,5 +30,12 @@ class GpuDayAdmin(admin.ModelAdmin):
 
 @admin.register(JobDay)
 class JobDayAdmin(admin.ModelAdmin):
-    list_display = ["day", "job_id", "account", "allocated_card_h", "active_card_h", "idle_card_h"]
+    list_display = [
+        "day",
+        "job_id",
+        "account",
+        "allocated_card_hours",
+        "active_card_hours",
+        "idle_card_hours",
+    ]
     list_filter = ["cluster", "day"]

@@ -191,10 +191,10 @@ class JobDay(models.Model):
     )
     account = models.CharField("account / team", max_length=100, blank=True)
     job_id = models.CharField(max_length=100)
-    allocated_card_h = models.FloatField(help_text="Card-hours on hosts with samples.")
-    active_card_h = models.FloatField(help_text="Σ engine activity × card-hours.")
-    tensor_card_h = models.FloatField(help_text="Σ tensor activity × card-hours.")
-    idle_card_h = models.FloatField(help_text="Card-hours below the idle threshold.")
+    allocated_card_hours = models.FloatField(help_text="Card-hours on hosts with samples.")
+    active_card_hours = models.FloatField(help_text="Σ engine activity × card-hours.")
+    tensor_card_hours = models.FloatField(help_text="Σ tensor activity × card-hours.")
+    idle_card_hours = models.FloatField(help_text="Card-hours below the idle threshold.")
     energy_kwh = models.FloatField(help_text="Σ power × time of the job's cards.")
     fetch = models.ForeignKey(
         TelemetryFetch, null=True, on_delete=models.SET_NULL, related_name="+"

@@ -143,16 +143,22 @@ def job_days(host_series: pd.DataFrame, jobs: pd.DataFrame, step_s: int, tz: str
     lo = np.searchsorted(keys, codes + pieces["a"].to_numpy(np.int64), side="right")
     hi = np.searchsorted(keys, codes + pieces["b"].to_numpy(np.int64), side="right")
     weight = pieces["cards_per_host"].to_numpy() * step_s / 3600.0
-    sums = {"allocated_card_h": (hi - lo) * weight}
-    for name, column in (("engine", "active_card_h"), ("tensor", "tensor_card_h"),
-                         ("idle", "idle_card_h"), ("power_w", "energy_kwh")):  # fmt: skip
+    sums = {"allocated_card_hours": (hi - lo) * weight}
+    for name, column in (("engine", "active_card_hours"), ("tensor", "tensor_card_hours"),
+                         ("idle", "idle_card_hours"), ("power_w", "energy_kwh")):  # fmt: skip
         cumulative = np.concatenate([[0.0], np.nancumsum(series[name].to_numpy(np.float64))])
         sums[column] = (cumulative[hi] - cumulative[lo]) * weight
     sums["energy_kwh"] = sums["energy_kwh"] / 1000.0
     pieces = pieces.assign(**sums)
     grouped = pieces.groupby(["day", "job_id", "account", "pool_id"], dropna=False)
     result = grouped[list(JOB_FIGURES)].sum().reset_index()
-    return result[result["allocated_card_h"] > 0][columns]
+    return result[result["allocated_card_hours"] > 0][columns]
 
 
-JOB_FIGURES = ("allocated_card_h", "active_card_h", "tensor_card_h", "idle_card_h", "energy_kwh")
+JOB_FIGURES = (
+    "allocated_card_hours",
+    "active_card_hours",
+    "tensor_card_hours",
+    "idle_card_hours",
+    "energy_kwh",
+)

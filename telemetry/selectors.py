@@ -100,10 +100,10 @@ def _job_frame(user, cluster_ids, start: dt.date, end: dt.date) -> pd.DataFrame:
 
 def _activity_rows(frame: pd.DataFrame, keys: list[str]) -> list[dict[str, Any]]:
     out = frame.groupby(keys, dropna=False)[list(JOB_FIGURES)].sum().reset_index()
-    allocated = out["allocated_card_h"].where(out["allocated_card_h"] > 0)
-    out["activity"] = out["active_card_h"] / allocated
-    out["tensor_activity"] = out["tensor_card_h"] / allocated
-    out["idle_share"] = out["idle_card_h"] / allocated
+    allocated = out["allocated_card_hours"].where(out["allocated_card_hours"] > 0)
+    out["activity"] = out["active_card_hours"] / allocated
+    out["tensor_activity"] = out["tensor_card_hours"] / allocated
+    out["idle_share"] = out["idle_card_hours"] / allocated
     out = out.astype(object).where(out.notna(), None)
     return [{**row, "provenance": PROVENANCE} for row in out.to_dict("records")]
 
@@ -120,8 +120,8 @@ def wasted_allocation(user, cluster_ids, start: dt.date, end: dt.date, limit: in
     if frame.empty:
         return []
     rows = _activity_rows(frame, ["cluster_id", "job_id", "account", "pool__name"])
-    rows.sort(key=lambda r: (-(r["idle_card_h"] or 0.0), r["job_id"]))
-    return [r for r in rows if (r["idle_card_h"] or 0) > 0][:limit]
+    rows.sort(key=lambda r: (-(r["idle_card_hours"] or 0.0), r["job_id"]))
+    return [r for r in rows if (r["idle_card_hours"] or 0) > 0][:limit]
 
 
 def daily_activity(user, cluster_ids, start: dt.date, end: dt.date, scope: str = "pool"):
@@ -148,7 +148,7 @@ def _allocated_proxy(frame: pd.DataFrame, start: dt.date, end: dt.date) -> pd.Da
     sums = pd.DataFrame(
         list(
             jobs.values("pool_id").annotate(
-                alloc=Sum("allocated_card_h"), tensor=Sum("tensor_card_h")
+                alloc=Sum("allocated_card_hours"), tensor=Sum("tensor_card_hours")
             )
         ),
         columns=["pool_id", "alloc", "tensor"],
@@ -159,7 +159,7 @@ def _allocated_proxy(frame: pd.DataFrame, start: dt.date, end: dt.date) -> pd.Da
     ).where(lambda v: v > 0)
     tensor = sums["tensor"] / sums["alloc"].where(sums["alloc"] > 0)
     return pd.DataFrame({"mfu_allocated": tensor * clock_ratio.reindex(tensor.index),
-                         "allocated_card_h": sums["alloc"]})  # fmt: skip
+                         "allocated_card_hours": sums["alloc"]})  # fmt: skip
 
 
 def _finite(value) -> float | None:
@@ -193,9 +193,9 @@ def measured_factors(pool_ids, start: dt.date, end: dt.date) -> dict[int, dict[s
             "mfu_allocated": None
             if on_allocated is None
             else _finite(on_allocated["mfu_allocated"]),
-            "allocated_card_h": 0.0
+            "allocated_card_hours": 0.0
             if on_allocated is None
-            else float(on_allocated["allocated_card_h"]),
+            else float(on_allocated["allocated_card_hours"]),
             "gpu_energy_kwh": row["energy_kwh"],
             "it_energy_kwh": row["it_energy_kwh"],
             "covered_gpu_hours": row["covered_h"],
@@ -216,7 +216,7 @@ def activity_factors(scope):
     rows = JobDay.objects.filter(day__gte=start, day__lt=end)
     if scope.cluster_ids is not None:
         rows = rows.filter(cluster_id__in=scope.cluster_ids)
-    columns = ["day", "pool_id", "account", "active_card_h", "allocated_card_h"]
+    columns = ["day", "pool_id", "account", "active_card_hours", "allocated_card_hours"]
     measured = pd.DataFrame(list(rows.values_list(*columns)), columns=columns)
 
     def factor(team_usage: pd.DataFrame, bucket_starts: pd.DatetimeIndex) -> pd.Series:
@@ -227,9 +227,11 @@ def activity_factors(scope):
         days = np.asarray(pd.to_datetime(measured["day"]), dtype="datetime64[D]")
         frame = measured.assign(_bucket=np.searchsorted(starts, days, side="right") - 1)
         sums = frame.groupby(["pool_id", "account", "_bucket"])[
-            ["active_card_h", "allocated_card_h"]
+            ["active_card_hours", "allocated_card_hours"]
         ].sum()
-        ratio = sums["active_card_h"] / sums["allocated_card_h"].where(sums["allocated_card_h"] > 0)
+        ratio = sums["active_card_hours"] / sums["allocated_card_hours"].where(
+            sums["allocated_card_hours"] > 0
+        )
         keys = pd.MultiIndex.from_arrays(
             [team_usage["pool"].astype("int64"), team_usage["account"].fillna(""),
              team_usage["_bucket"].astype("int64")]

@@ -18,8 +18,8 @@ def test_import_contract_holds():
 
 def test_engine_imports_without_django():
     code = (
-        "import sys; import planner.engine.evaluate, planner.engine.capacity, "
-        "planner.engine.cost, accounting.parsing; "
+        "import sys; import engine.evaluate, engine.capacity, "
+        "engine.cost, accounting.parsing; "
         "banned = ('django', 'celery', 'rest_framework'); "
         "bad = [m for m in sys.modules if m.split('.')[0] in banned]; "
         "print(bad); sys.exit(1 if bad else 0)"
@@ -37,22 +37,50 @@ def _contracts() -> list[dict]:
     return config["contracts"]
 
 
-def test_layers_list_no_exceptions_and_every_planner_module():
+LAYERS = [
+    "config",
+    "frontend",
+    "reports | exports | telemetry | alerts",
+    "planner",
+    "accounting",
+    "inventory",
+    "access | core",
+    "engine",
+]
+
+
+def test_layers_are_one_plain_list_of_top_level_folders():
     layered = [c for c in _contracts() if c["type"] == "layers"]
-    assert layered and not any(c.get("ignore_imports") for c in _contracts())
-    apps, planner = (
-        next(c for c in layered if not c.get("containers")),
-        next(c for c in layered if c.get("containers") == ["planner"]),
-    )
-    assert planner["exhaustive"] and planner["layers"][-1] == "engine"
-    in_apps = {m.strip() for layer in apps["layers"] for m in layer.replace("|", ":").split(":")}
-    in_planner = {m.strip() for m in planner["layers"][0].split(":")}
-    # The engine is the bottom layer of both; planner's other modules sit where the apps say.
-    assert apps["layers"][-1] == "planner.engine"
-    assert {m for m in in_apps if m.startswith("planner.")} == {
-        f"planner.{m}" for m in in_planner
-    } | {"planner.engine"}
+    assert len(layered) == 1 and not any(c.get("ignore_imports") for c in _contracts())
+    assert layered[0]["layers"] == LAYERS and not layered[0].get("containers")
     assert any(c["type"] == "acyclic_siblings" for c in _contracts())
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_folder_imports_a_higher_folder():
+    """Read straight from the source (not from import-linter): a folder's rank in LAYERS."""
+    rank = {
+        folder.strip(): index for index, layer in enumerate(LAYERS) for folder in layer.split("|")
+    }
+    upward = []
+    for folder, own_rank in rank.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            for imported in _top_level_imports(path) & rank.keys():
+                if imported != folder and rank[imported] <= own_rank:
+                    upward.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not upward, upward
 
 
 def test_architecture_doc_names_only_code_that_exists():

@@ -21,10 +21,10 @@ from accounting.models import (
 )
 from accounting.parsing import normalize_gres_type
 from core.bounds import WithinDates, date_error
+from engine.cost import IDLE_RULES
 from inventory.api.serializers import AcceleratorField
 from inventory.currency import ISO_4217_CODES
 from inventory.models import AcceleratorModel
-from planner.engine.cost import IDLE_RULES
 
 DEFAULT_REPORT_DAYS = 30
 

@@ -49,8 +49,8 @@ from accounting.models import GresAlias, ImportJob, PartitionMapping, SreportUti
 from accounting.scoping import scope_import_jobs, scope_report
 from core.concurrency import ConditionalUpdateMixin
 from core.tabular.exporting import RowsView, TabularListMixin
+from engine.cost import CostInputError
 from inventory.currency import in_reporting_currency
-from planner.engine.cost import CostInputError
 
 # Multipart framing around the file: boundaries, part headers and the small form fields.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024

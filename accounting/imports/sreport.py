@@ -25,7 +25,7 @@ from accounting.parsing import (
 from accounting.parsing.sreport_accounts import account_usage_frame
 from accounting.parsing.sreport_header import ACCOUNT_UTILIZATION
 from accounting.selectors import inventory_frame
-from planner.engine.usage import in_service_by_bucket
+from engine.usage import in_service_by_bucket
 
 if TYPE_CHECKING:
     from accounting.imports.rows import ClusterContext, ImportCounts, ProgressCallback

@@ -16,7 +16,7 @@ unless the TRES is typed like ``gres/gpu:h100``), ``period_start`` / ``period_en
 ``reported_card_hours`` (float64), ``source_line`` (int64).
 
 Down is unplanned node downtime; PLND Down is planned downtime (maintenance reservations),
-which :mod:`planner.engine.usage` subtracts from available hours. Minutes in the banner are
+which :mod:`engine.usage` subtracts from available hours. Minutes in the banner are
 converted to hours; percentages are rejected (they carry no card-hours).
 """
 

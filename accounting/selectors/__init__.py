@@ -3,11 +3,11 @@
 * :func:`utilization_report`: measured utilization (factor 5) and effective time (factor 4)
   per cluster / pool / accelerator / team / site and day / week / month, from usage records
   against the inventory (node groups × hours in service since the cluster's commissioning,
-  minus sreport planned downtime), with :func:`planner.engine.usage.measured_utilization`.
+  minus sreport planned downtime), with :func:`engine.usage.measured_utilization`.
 * :func:`cost_report` and :func:`chargeback_report`: money per pool and bucket with
-  :func:`planner.engine.cost.energy_and_cost`, the five factors from
-  :func:`planner.engine.evaluate.evaluate_pools` fed with the measured values, money lost per
-  factor (:func:`~planner.engine.cost.waste_by_factor`) and chargeback per team.
+  :func:`engine.cost.energy_and_cost`, the five factors from
+  :func:`engine.evaluate.evaluate_pools` fed with the measured values, money lost per
+  factor (:func:`~engine.cost.waste_by_factor`) and chargeback per team.
 * :func:`apply_measured_usage`: what the stored analyses (`planner.analysis`) use to replace
   modeled utilization, effective time and MFU with measured ones when usage covers enough
   of the period (`accounting.coverage`).

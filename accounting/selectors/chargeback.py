@@ -12,11 +12,11 @@ from accounting.selectors.costs import PoolCosts, pool_costs
 from accounting.selectors.frames import NO_ACCOUNT, AccountingQueryError, AccountingScope
 from accounting.selectors.uncovered import UNCOVERED_TEAM
 from core.frames import json_rows, json_value
-from planner.engine.cost import (
+from engine.cost import (
     IDLE_RULES,
     chargeback,
 )
-from planner.engine.usage import allocated_by_bucket
+from engine.usage import allocated_by_bucket
 
 
 def chargeback_report(
@@ -29,7 +29,7 @@ def chargeback_report(
 
     Each pool's used card-hours are priced at its ``used_cost_per_card_hour`` (ownership +
     busy energy); its idle cost is shared by ``scope.idle_rule`` (none, proportional, even;
-    :func:`planner.engine.cost.chargeback`). Per currency and bucket, the charges sum to the
+    :func:`engine.cost.chargeback`). Per currency and bucket, the charges sum to the
     total cost of the pools in scope. With ``scope.team`` only that team's rows are listed,
     the totals still cover every team. ``costs`` as in :func:`cost_report` (its usage must
     carry the teams). ``activity``: charge by measured activity instead of allocation, a

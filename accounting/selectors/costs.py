@@ -24,15 +24,15 @@ from accounting.selectors.measured import (
 )
 from accounting.selectors.uncovered import with_uncovered_hours
 from core.frames import json_rows
-from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
-from inventory.models import AcceleratorModel, Cluster
-from inventory.validity import invalid_clusters
-from planner.engine.cost import (
+from engine.cost import (
     cost_per_effective_pflop_day,
     waste_by_factor,
 )
-from planner.engine.evaluate import evaluate_money_inputs, evaluate_pools
-from planner.engine.factors import FACTOR_NAMES
+from engine.evaluate import evaluate_money_inputs, evaluate_pools
+from engine.factors import FACTOR_NAMES
+from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
+from inventory.models import AcceleratorModel, Cluster
+from inventory.validity import invalid_clusters
 
 
 @dataclass
@@ -192,8 +192,8 @@ def _evaluated_units(
         .groupby("pool_id")["cards"]
         .sum()
     )
-    full_card_h = units["pool_id"].map(cards_of_pool) * units["duration_h"]
-    units["allocated_card_h"] = np.minimum(units["allocated_card_h"], full_card_h)
+    full_card_hours = units["pool_id"].map(cards_of_pool) * units["duration_h"]
+    units["allocated_card_hours"] = np.minimum(units["allocated_card_hours"], full_card_hours)
     unit_groups = groups.merge(units[["unit", "pool_id"]], on="pool_id").drop(columns="pool_id")
     engine_pools = units.drop(columns=["pool_id"]).rename(columns={"unit": "pool_id"})
     engine_pools = engine_pools.drop(

@@ -16,9 +16,9 @@ from django.db.models.functions import Cast
 
 from accounting.coverage import coverage_notes, coverage_windows
 from accounting.models import SreportUtilization, UsageRecord
+from engine.coverage import clip_inventory
+from engine.usage import bucket_edges
 from inventory.models import Cluster, NodeGroup, Pool, Site
-from planner.engine.coverage import clip_inventory
-from planner.engine.usage import bucket_edges
 
 GRANULARITIES: tuple[str, ...] = ("day", "week", "month", "total")
 UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team", "site")
@@ -267,7 +267,7 @@ class ScopeInputs:
     """What every report of one scope reads besides usage: read once, shared by the calls.
 
     ``inventory`` has hours in service only inside each cluster's covered window (hours
-    outside it are no data, not idle: `planner.engine.coverage`); ``notes`` say which
+    outside it are no data, not idle: `engine.coverage`); ``notes`` say which
     clusters that left out (from the uncut inventory). ``uncut_inventory`` is that uncut
     inventory when some cluster is not fully covered (None otherwise): its other hours still
     cost money (`accounting.selectors.uncovered`).

@@ -14,10 +14,10 @@ from accounting.selectors.frames import (
     inventory_frame,
     usage_frame,
 )
+from engine.coverage import clip_inventory, coverage_of
+from engine.usage import bucket_edges, measured_mfu
+from engine.usage import measured_utilization as engine_measured_utilization
 from inventory.models import AcceleratorModel
-from planner.engine.coverage import clip_inventory, coverage_of
-from planner.engine.usage import bucket_edges, measured_mfu
-from planner.engine.usage import measured_utilization as engine_measured_utilization
 
 
 def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataFrame:
@@ -44,11 +44,11 @@ def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataF
 # The engine's pool columns that measured_pool_inputs fills from usage records.
 ENGINE_MEASURED_COLUMNS: tuple[str, ...] = (
     "utilization_measured",
-    "allocated_card_h",
+    "allocated_card_hours",
     "productive_h",
     "wall_h",
     "failure_count",
-    "failure_exposure_card_h",
+    "failure_exposure_card_hours",
 )
 
 
@@ -62,10 +62,10 @@ def measured_pool_inputs(
 ) -> pd.DataFrame:
     """Per pool × bucket: the engine's measured pool columns from usage records.
 
-    ``utilization_measured`` = (A + D) ÷ C and ``allocated_card_h`` = A; effective time goes
+    ``utilization_measured`` = (A + D) ÷ C and ``allocated_card_hours`` = A; effective time goes
     in as job logs, ``productive_h`` = A − L over ``wall_h`` = A + D (card-hours: the engine
     uses only their ratio); ``failure_count`` (node_fail jobs) over
-    ``failure_exposure_card_h`` = A gives the measured MTBF.
+    ``failure_exposure_card_hours`` = A gives the measured MTBF.
     """
     utilization = engine_measured_utilization(
         usage,
@@ -82,7 +82,7 @@ def measured_pool_inputs(
     allocated = utilization["allocated_card_hours"]
     held = allocated + utilization["down_card_hours"]
     utilization["utilization_measured"] = utilization["utilization"].clip(0.0, 1.0)
-    utilization["allocated_card_h"] = allocated
+    utilization["allocated_card_hours"] = allocated
     utilization["productive_h"] = (allocated - utilization["lost_card_hours"]).clip(lower=0.0)
     utilization["wall_h"] = held.where(held > 0)
     utilization.loc[utilization["wall_h"].isna(), "productive_h"] = np.nan
@@ -92,7 +92,7 @@ def measured_pool_inputs(
         utilization["failure_count"] = (
             utilization["pool"].map(counts.rename(index=int)).fillna(0.0).astype(float)
         )
-        utilization["failure_exposure_card_h"] = allocated.where(allocated > 0)
+        utilization["failure_exposure_card_hours"] = allocated.where(allocated > 0)
     return utilization
 
 
@@ -106,7 +106,7 @@ def apply_measured_usage(
     """Feed measured values into `planner.analysis` pool and node-group frames.
 
     Only when the usage data covers enough of the period (the rule of
-    :mod:`planner.engine.coverage`), computed over the covered days: utilization (provenance
+    :mod:`engine.coverage`), computed over the covered days: utilization (provenance
     ``measured``), effective time from the work lost to failed, node_fail and preempted jobs
     and to Down hours, measured MTBF from node failures, and MFU from jobs that carry one
     (filling node groups without an entered MFU). The pools always get ``coverage_share``,
@@ -132,12 +132,12 @@ def apply_measured_usage(
     pools = pools.copy()
     for name in columns:
         pools[name] = pools["pool_id"].map(measured[name]).astype("float64")
-    # The engine checks allocated_card_h <= cards × duration_h over the whole period.
-    card_h = groups.assign(cards=groups["nodes"] * groups["cards_per_node"]).groupby("pool_id")[
+    # The engine checks allocated_card_hours <= cards × duration_h over the whole period.
+    card_hours = groups.assign(cards=groups["nodes"] * groups["cards_per_node"]).groupby("pool_id")[
         "cards"
     ].sum() * pools.set_index("pool_id")["duration_h"].astype(float)
-    pools["allocated_card_h"] = np.minimum(
-        pools["allocated_card_h"], pools["pool_id"].map(card_h).to_numpy()
+    pools["allocated_card_hours"] = np.minimum(
+        pools["allocated_card_hours"], pools["pool_id"].map(card_hours).to_numpy()
     )
     mfu = measured_group_mfu(usage, inventory)
     return pools, fill_measured_mfu(groups, mfu)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from accounting.selectors.measured import ENGINE_MEASURED_COLUMNS, measured_pool_inputs
-from planner.engine.coverage import measured_applies
+from engine.coverage import measured_applies
 
 # The chargeback row of the money on hours without usage records (bill by bill).
 UNCOVERED_TEAM = "(no usage records, not charged)"

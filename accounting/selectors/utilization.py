@@ -19,7 +19,7 @@ from accounting.selectors.frames import (
     usage_frame,
 )
 from core.frames import json_rows
-from planner.engine.usage import measured_utilization as engine_measured_utilization
+from engine.usage import measured_utilization as engine_measured_utilization
 
 
 def measured_utilization(

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from django.db.models import Q
 
+from engine.defaults import STRATEGIES
+from engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from planner.analysis import WATERFALL_ORDER
-from planner.engine.defaults import STRATEGIES
-from planner.engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from planner.models import Analysis, AnalysisStatus, Scope
 
 STRATEGY_LABELS = {
@@ -195,7 +195,7 @@ def factor_frame(row: dict[str, Any]) -> pd.DataFrame:
             "provenance": [row.get(f"{f}_provenance") or "" for f in order],
             "lost_share": [_number(row.get(f"lost_share_{f}")) for f in order],
             "lost_pflop_days": [_number(row.get(f"lost_{f}_pflop_days")) for f in order],
-            "lost_card_hours": [_number(row.get(f"lost_{f}_card_h")) for f in order],
+            "lost_card_hours": [_number(row.get(f"lost_{f}_card_hours")) for f in order],
             "lost_money": [_number(row.get(f"lost_{f}_money")) for f in order],
         }
     )

@@ -18,11 +18,11 @@ from django.views.decorators.http import require_POST, require_safe
 
 from access.pages import role_required
 from access.roles import PLANNER, has_role
+from engine.inference.curve import latency_throughput_curve
+from engine.limits import EngineInputError
 from frontend import charts
 from inventory.models import AcceleratorModel
 from planner import inference_plans
-from planner.engine.inference.curve import latency_throughput_curve
-from planner.engine.limits import EngineInputError
 from planner.inference_estimate import estimate_inference
 from planner.inference_inputs import InferenceEstimateInputSerializer
 from planner.models import InferencePlan

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from accounting.rollups import rollup_status
 from core.bounds import WithinDates
+from engine.cost import IDLE_RULES
 from inventory.models import Cluster
-from planner.engine.cost import IDLE_RULES
 
 MAX_PERIOD_DAYS = 3 * 366
 USAGE_GRANULARITIES = [("day", "Day"), ("week", "Week"), ("month", "Month")]

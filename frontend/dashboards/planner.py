@@ -25,12 +25,12 @@ from plotly.subplots import make_subplots
 
 from access.pages import role_required
 from access.roles import PLANNER, has_role
+from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
+from engine.factors import FACTOR_NAMES
 from frontend import charts
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
 from planner import plans
-from planner.engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
-from planner.engine.factors import FACTOR_NAMES
 from planner.models import AnalysisStatus, InferencePlan, Plan
 
 SCATTER = "planner-days-vs-cost"

@@ -31,7 +31,7 @@ def activity_frame(request: HttpRequest) -> pd.DataFrame:
         return frame
     frame = frame.rename(columns={"pool__name": "pool"})
     frame["pool"] = frame["pool"].fillna("(unmapped)")
-    return frame[["day", "pool", "allocated_card_h", "active_card_h", "idle_card_h"]]
+    return frame[["day", "pool", "allocated_card_hours", "active_card_hours", "idle_card_hours"]]
 
 
 def activity_figure(frame: pd.DataFrame) -> go.Figure:
@@ -39,8 +39,8 @@ def activity_figure(frame: pd.DataFrame) -> go.Figure:
     for index, (pool, rows) in enumerate(frame.groupby("pool", sort=True)):
         colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
         for column, label, dash in (
-            ("allocated_card_h", "allocated", "solid"),
-            ("active_card_h", "active", "dash"),
+            ("allocated_card_hours", "allocated", "solid"),
+            ("active_card_hours", "active", "dash"),
         ):
             figure.add_trace(
                 go.Scatter(

@@ -29,6 +29,7 @@ from access.scoping import scope_frame
 from accounting import selectors
 from accounting.rollups import rollup_usage_frame
 from accounting.selectors import GROUP_COLUMNS, AccountingScope
+from engine.cost import IDLE_RULES, cost_per_effective_pflop_day
 from frontend.charts import download_urls, render_chart
 from frontend.dashboards.dashboard_query import (
     DashboardQuery,
@@ -46,7 +47,6 @@ from frontend.dashboards.period_forms import (
     UsageFilterForm,
 )
 from inventory.models import Pool
-from planner.engine.cost import IDLE_RULES, cost_per_effective_pflop_day
 
 
 def _inputs(view: View, data: dict[str, Any]) -> selectors.ScopeInputs:

@@ -86,7 +86,7 @@ KINDS: dict[str, ImportKind] = {
                 "currency": "EUR",
                 "grid_carbon_g_per_kwh": "30",
                 "metered_period_start": "2026-01-01",
-                "assumptions": '{"mtbf_card_h": 30000}',
+                "assumptions": '{"mtbf_card_hours": 30000}',
             },
         ),
         ImportKind(

@@ -148,7 +148,7 @@ def _json_objects(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
         try:
             values[number] = json.loads(text)
         except json.JSONDecodeError as exc:
-            errors[number] = f'not valid JSON ({exc.msg}); write e.g. {{"mtbf_card_h": 30000}}.'
+            errors[number] = f'not valid JSON ({exc.msg}); write e.g. {{"mtbf_card_hours": 30000}}.'
     return values, errors
 
 

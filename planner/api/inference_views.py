@@ -10,9 +10,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from engine.limits import EngineInputError
 from planner.api.inference_serializers import InferenceEstimateOutputSerializer
 from planner.api.views import CalculatorView
-from planner.engine.limits import EngineInputError
 from planner.inference_estimate import API_NAMES, estimate_inference
 from planner.inference_inputs import InferenceEstimateInputSerializer
 

@@ -10,11 +10,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
+from engine.capacity import K_ERROR
+from engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from engine.limits import limit, range_error
+from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from inventory.models import CoolingType
-from planner.engine.capacity import K_ERROR
-from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
-from planner.engine.limits import limit, range_error
-from planner.engine.memory import ACTIVATION_RECOMPUTE_MODES
 from planner.models import Plan
 from planner.plans import can_edit
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.bounds import WithinDates, bounded_float, bounded_int
+from engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
-from planner.engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from planner.models import Analysis, Scope
 
 

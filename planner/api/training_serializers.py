@@ -9,12 +9,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
+from engine.defaults import FABRICS
+from engine.limits import range_error
+from engine.reliability import SITE_KINDS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel, CoolingType
 from planner.api.plan_serializers import K_MESSAGE, either_or, number_schema, share_float
-from planner.engine.defaults import FABRICS
-from planner.engine.limits import range_error
-from planner.engine.reliability import SITE_KINDS
 
 _SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
 

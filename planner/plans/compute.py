@@ -12,15 +12,15 @@ import pandas as pd
 from django.utils import timezone
 
 from core.frames import json_rows
-from inventory.models import AcceleratorModel
-from planner.engine.capacity import (
+from engine.capacity import (
     DEFAULT_MAX_CARDS,
     ESTIMATE_PAYLOAD_FIELDS,
     PlannerInputError,
     estimate_training,
     plan_capacity,
 )
-from planner.engine.sensitivity import Lever, lever_roi, sensitivity
+from engine.sensitivity import Lever, lever_roi, sensitivity
+from inventory.models import AcceleratorModel
 from planner.estimates import EstimateInputError
 from planner.models import Plan
 from planner.plans.options import build_options, without_unpriced_money

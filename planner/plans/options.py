@@ -15,15 +15,15 @@ from django.utils import timezone
 
 from accounting.coverage import record_spans
 from accounting.selectors import apply_measured_usage
-from inventory.currency import conversions
-from inventory.frames import cluster_cards, opex_per_card
-from inventory.models import AcceleratorModel, NodeGroup, Pool, Site
-from planner.engine.capacity import (
+from engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
     prepare_options,
 )
-from planner.engine.defaults import default_value
+from engine.defaults import default_value
+from inventory.currency import conversions
+from inventory.frames import cluster_cards, opex_per_card
+from inventory.models import AcceleratorModel, NodeGroup, Pool, Site
 from planner.plans.workload import (
     ASSUMPTION_COLUMNS,
     DEFAULT_AMORTIZATION_YEARS,
@@ -246,13 +246,13 @@ def _history_windows(
     return {cid: window for cid, window in spans.items() if window[1] - window[0] >= MIN_HISTORY}
 
 
-def _measured_mtbf(failures: Any, exposure_card_h: Any) -> dict[str, Any]:
+def _measured_mtbf(failures: Any, exposure_card_hours: Any) -> dict[str, Any]:
     """Per-card MTBF from a pool's node failures (jobs ending NODE_FAIL; accounting counts
     them in one groupby) over its jobs' card-hours, or a note why the default stays: too
     few card-hours, or no failures (only a lower bound, exposure ÷ 1, which we do not use)."""
-    if exposure_card_h is None or not np.isfinite(exposure_card_h):
+    if exposure_card_hours is None or not np.isfinite(exposure_card_hours):
         return {}
-    failures, exposure = int(failures or 0), float(exposure_card_h)
+    failures, exposure = int(failures or 0), float(exposure_card_hours)
     counted = f"{failures} node failure{'' if failures == 1 else 's'}"
     if exposure < MIN_FAILURE_EXPOSURE_CARD_H:
         return {
@@ -302,7 +302,7 @@ def _measured_history(
             if wall is not None and wall > 0 and productive is not None and productive > 0:
                 values["effective_time"] = min(float(productive) / float(wall), 1.0)
             values.update(
-                _measured_mtbf(pool.get("failure_count"), pool.get("failure_exposure_card_h"))
+                _measured_mtbf(pool.get("failure_count"), pool.get("failure_exposure_card_hours"))
             )
             measured[int(pool["pool_id"])] = values
     groups = pd.concat(filled).rename(

@@ -6,12 +6,12 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from planner.engine.capacity import (
+from engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
 )
-from planner.engine.capacity.workload import workload_from_spec
-from planner.engine.reliability import MIN_FAILURE_EXPOSURE_CARD_H  # noqa: F401 (the rule)
+from engine.capacity.workload import workload_from_spec
+from engine.reliability import MIN_FAILURE_EXPOSURE_CARD_H  # noqa: F401 (the rule)
 
 MAX_OPTIONS = 5_000  # a bigger grid is rarely a question anyone asks, and the JSON grows fast
 MIN_OPTIONS_PER_CHUNK = 64  # below this, progress reporting costs more than it tells
@@ -25,7 +25,7 @@ MIN_HISTORY = dt.timedelta(days=1)  # less than a day of records says little abo
 
 # Inventory assumptions keys (site → cluster → pool overrides) that are planner columns.
 ASSUMPTION_COLUMNS = {
-    "mtbf_card_h": "mtbf_card_hours",
+    "mtbf_card_hours": "mtbf_card_hours",
     "checkpoint_save_h": "checkpoint_save_hours",
     "restart_h": "restart_hours",
     "checkpoint_interval_rule": "checkpoint_interval_rule",

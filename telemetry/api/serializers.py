@@ -8,8 +8,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from core.bounds import WithinDates, bounded_float, bounded_int
+from engine.limits import LIMITS
 from inventory.models import Cluster
-from planner.engine.limits import LIMITS
 from telemetry.fetch import MAX_UPLOAD_BYTES
 from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
 from telemetry.selectors import GPU_GROUPS
@@ -157,10 +157,10 @@ class ActivityRowSerializer(serializers.Serializer):
     job_id = serializers.CharField(required=False)
     account = serializers.CharField(allow_blank=True, required=False)
     pool__name = serializers.CharField(allow_null=True, required=False, label="pool")
-    allocated_card_h = serializers.FloatField()
-    active_card_h = serializers.FloatField(help_text="Σ engine activity × card-hours.")
-    tensor_card_h = serializers.FloatField()
-    idle_card_h = serializers.FloatField(help_text="Allocated card-hours below idle activity.")
+    allocated_card_hours = serializers.FloatField()
+    active_card_hours = serializers.FloatField(help_text="Σ engine activity × card-hours.")
+    tensor_card_hours = serializers.FloatField()
+    idle_card_hours = serializers.FloatField(help_text="Allocated card-hours below idle activity.")
     energy_kwh = serializers.FloatField()
     activity = _nullable()
     tensor_activity = _nullable()

@@ -478,7 +478,7 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
     from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
     from tests.access.conftest import team_viewer
     from tests.exports.conftest import finished_analysis
-    from tests.planner_api.conftest import compute_now
+    from tests.planner.api.conftest import compute_now
 
     settings.MEDIA_ROOT = str(tmp_path / "media")
     viewer = team_viewer("viewer")

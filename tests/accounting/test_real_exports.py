@@ -16,7 +16,7 @@ from django.db.models import Sum
 
 from accounting.models import ImportJob, SreportUtilization, UsageRecord
 
-FIXTURES = Path(__file__).parent.parent / "accounting_core" / "fixtures"
+FIXTURES = Path(__file__).parent / "parsing" / "fixtures"
 
 
 @pytest.fixture

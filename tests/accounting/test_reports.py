@@ -13,7 +13,7 @@ import pytest
 
 from accounting import selectors
 from accounting.selectors.uncovered import UNCOVERED_TEAM
-from planner.engine.cost import UNALLOCATED_IDLE_TEAM
+from engine.cost import UNALLOCATED_IDLE_TEAM
 from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ AVAILABLE = 16 * 24  # 384 card-h
 ALLOCATED = 48 + 48 + 16  # 112 card-h
 LOST = 16  # the node_fail job
 
-# Cost of the day, by hand (docs/efficiency-model.md; planner.engine.cost defaults: busy
+# Cost of the day, by hand (docs/efficiency-model.md; engine.cost defaults: busy
 # load 75 % of TDP, idle 15 %, 2,000 W per 8-card node of overhead = 250 W per card):
 OWNERSHIP_PER_CARD_H = 30_000 / (5 * 8_760)  # 0.684931... USD per card-hour
 COMPUTE_COST = OWNERSHIP_PER_CARD_H * AVAILABLE  # 263.0137 USD: idle cards cost too

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.aggregate import aggregate_factors, aggregate_scopes, attribute_waste
-from planner.engine.defaults import PROVENANCES
-from planner.engine.evaluate import evaluate_pools
-from planner.engine.factors import FACTOR_NAMES
+from engine.aggregate import aggregate_factors, aggregate_scopes, attribute_waste
+from engine.defaults import PROVENANCES
+from engine.evaluate import evaluate_pools
+from engine.factors import FACTOR_NAMES
 
 from .conftest import A100, H100, V100, group
 
@@ -53,7 +53,7 @@ def scoped_results() -> pd.DataFrame:
             "pue": [math.nan, 1.3, math.nan, math.nan],
             "utilization_measured": [0.9, math.nan, 0.4, 0.75],
             "duration_h": [720.0, 720.0, 360.0, 720.0],
-            "cost_per_card_h": [2.5, 1.5, math.nan, 1.2],
+            "cost_per_card_hours": [2.5, 1.5, math.nan, 1.2],
         }
     )
     return evaluate_pools(groups, pools)
@@ -80,7 +80,7 @@ def test_levels_roll_up_consistently():
     for name in FACTORS + ["aggregate_of_products"]:
         rolled = (sites[name] * sites["peak_pflop_days"]).sum() / sites["peak_pflop_days"].sum()
         assert rolled == pytest.approx(fleet[name])
-    assert sites["lost_energy_card_h"].sum() == pytest.approx(fleet["lost_energy_card_h"])
+    assert sites["lost_energy_card_hours"].sum() == pytest.approx(fleet["lost_energy_card_hours"])
     north = sites.set_index("site_id").loc["north"]
     assert north["pools"] == 2
     assert north["cards"] == 1024 + 512
@@ -99,7 +99,7 @@ def test_money_is_summed_only_where_priced():
     south = aggregate_factors(scoped_results(), "site_id").set_index("site_id").loc["south"]
     results = scoped_results()
     priced = results.loc["p4"]
-    assert south["lost_mfu_money"] == pytest.approx(priced["lost_mfu_card_h"] * 1.2)
+    assert south["lost_mfu_money"] == pytest.approx(priced["lost_mfu_card_hours"] * 1.2)
 
 
 def test_attribution_is_proportional_to_minus_log_of_each_factor():
@@ -110,16 +110,18 @@ def test_attribution_is_proportional_to_minus_log_of_each_factor():
         "effective_time": 0.9,
         "utilization": 0.5,
     }
-    result = attribute_waste(factors, card_hours=1000.0, peak_pflop_days=50.0, cost_per_card_h=2.0)
+    result = attribute_waste(
+        factors, card_hours=1000.0, peak_pflop_days=50.0, cost_per_card_hours=2.0
+    )
     product = np.prod(list(factors.values()))
     assert result.product == pytest.approx(product)
     assert sum(f.share for f in result.factors) == pytest.approx(1 - product)
     by_name = {f.factor: f for f in result.factors}
     ratio = by_name["utilization"].share / by_name["mfu"].share
     assert ratio == pytest.approx(math.log(0.5) / math.log(0.55))
-    assert by_name["mfu"].card_h == pytest.approx(by_name["mfu"].share * 1000.0)
+    assert by_name["mfu"].card_hours == pytest.approx(by_name["mfu"].share * 1000.0)
     assert by_name["mfu"].pflop_days == pytest.approx(by_name["mfu"].share * 50.0)
-    assert by_name["mfu"].money == pytest.approx(by_name["mfu"].card_h * 2.0)
+    assert by_name["mfu"].money == pytest.approx(by_name["mfu"].card_hours * 2.0)
 
 
 @given(st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=8))

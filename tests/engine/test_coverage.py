@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 import pytest
 
-from planner.engine.coverage import (
+from engine.coverage import (
     MIN_COVERED_SHARE,
     clip_inventory,
     coverage_of,
@@ -63,7 +63,7 @@ def test_coverage_of_whole_days(days, share, measured):
     coverage = _coverage_for_days(days)
     assert coverage.share == pytest.approx(share)
     assert coverage.uses_measured is measured
-    assert coverage.period_card_h == pytest.approx(8 * 720.0)
+    assert coverage.period_card_hours == pytest.approx(8 * 720.0)
     assert coverage.covered_days == pytest.approx(days)
 
 
@@ -130,8 +130,8 @@ def test_clip_inventory_keeps_a_later_commissioning():
 
 
 def test_cost_per_effective_pflop_day_is_undefined_when_nothing_was_delivered():
-    from planner.engine.cost import cost_per_effective_pflop_day
-    from planner.engine.defaults import FACTOR_FLOOR
+    from engine.cost import cost_per_effective_pflop_day
+    from engine.defaults import FACTOR_FLOOR
 
     cost = pd.Series([1000.0, 1000.0, 1000.0])
     peak = pd.Series([10.0, 10.0, 10.0])

@@ -7,14 +7,14 @@ import math
 import pandas as pd
 import pytest
 
-from planner.engine.defaults import (
+from engine.defaults import (
     DEFAULTS,
     DefaultOutOfRangeError,
     UnknownDefaultError,
     layer_overrides,
     resolve_overrides,
 )
-from planner.engine.evaluate import evaluate_pools
+from engine.evaluate import evaluate_pools
 
 from .conftest import H100, group
 
@@ -42,12 +42,15 @@ def test_liquid_cooling_defaults_follow_seed_000():
 
 def test_the_most_specific_layer_wins():
     resolved = resolve_overrides(
-        site={"pue_air": 1.3, "mtbf_card_h": 30_000},
-        cluster={"mtbf_card_h": 40_000},
+        site={"pue_air": 1.3, "mtbf_card_hours": 30_000},
+        cluster={"mtbf_card_hours": 40_000},
         pool={"utilization_planned": 0.8, "pue_air": None},
     )
     assert (resolved["pue_air"].value, resolved["pue_air"].layer) == (1.3, "site")
-    assert (resolved["mtbf_card_h"].value, resolved["mtbf_card_h"].layer) == (40_000, "cluster")
+    assert (resolved["mtbf_card_hours"].value, resolved["mtbf_card_hours"].layer) == (
+        40_000,
+        "cluster",
+    )
     assert (resolved["utilization_planned"].value, resolved["utilization_planned"].layer) == (
         0.8,
         "pool",

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.defaults import COOLING_TYPES, FACTOR_FLOOR, UnknownDefaultError
-from planner.engine.evaluate import NodeGroup, evaluate_pool, evaluate_pools
-from planner.engine.factors import FACTOR_NAMES, EngineInputError
+from engine.defaults import COOLING_TYPES, FACTOR_FLOOR, UnknownDefaultError
+from engine.evaluate import NodeGroup, evaluate_pool, evaluate_pools
+from engine.factors import FACTOR_NAMES, EngineInputError
 
 from .conftest import A100, ASCEND_910B, H100, V100, group
 
@@ -73,7 +73,7 @@ def test_provenance_and_defaults_used_follow_the_inputs():
     assert result.loc["blank", "utilization_provenance"] == "default"
     assert result.loc["given", "effective_time"] == pytest.approx(0.9)
     assert result.loc["given", "effective_time_basis"] == "job_logs"
-    assert "mtbf_card_h" in result.loc["blank", "effective_time_defaults"]
+    assert "mtbf_card_hours" in result.loc["blank", "effective_time_defaults"]
     assert result.loc["blank", "scaling_provenance"] == "modeled"
 
 
@@ -83,29 +83,29 @@ def test_metered_mfu_and_failures_are_used_for_the_pool():
         model_params=70e9,
         job_tokens_per_s=1.0e6,
         failure_count=10,
-        failure_exposure_card_h=500_000.0,
+        failure_exposure_card_hours=500_000.0,
     )
     assert result.factors["mfu"].value == pytest.approx(6 * 70e9 * 1e6 / (1024 * 989e12))
     assert result.factors["mfu"].basis == "job_throughput"
-    assert result.row["mtbf_card_h"] == pytest.approx(50_000)
+    assert result.row["mtbf_card_hours"] == pytest.approx(50_000)
     assert str(result.row["mtbf_card_basis"]) == "failures_measured"
 
 
 @pytest.mark.parametrize(
-    ("failures", "exposure_card_h"),
+    ("failures", "exposure_card_hours"),
     [(0, 500_000.0), (3, 9_999.0)],  # a bound only; too few card-hours to say anything
 )
-def test_too_little_failure_history_keeps_the_default_mtbf(failures, exposure_card_h):
+def test_too_little_failure_history_keeps_the_default_mtbf(failures, exposure_card_hours):
     result = evaluate_pool(
-        [h100_nodes(128)], failure_count=failures, failure_exposure_card_h=exposure_card_h
+        [h100_nodes(128)], failure_count=failures, failure_exposure_card_hours=exposure_card_hours
     )
     assert str(result.row["mtbf_card_basis"]) == "cooling_adjusted_default"
-    default = evaluate_pool([h100_nodes(128)]).row["mtbf_card_h"]
-    assert result.row["mtbf_card_h"] == pytest.approx(default)
+    default = evaluate_pool([h100_nodes(128)]).row["mtbf_card_hours"]
+    assert result.row["mtbf_card_hours"] == pytest.approx(default)
 
 
 def test_a_pool_that_cannot_progress_is_flagged_and_floored():
-    result = evaluate_pool([h100_nodes(4096)], mtbf_card_h=500.0, restart_h=2.0)
+    result = evaluate_pool([h100_nodes(4096)], mtbf_card_hours=500.0, restart_h=2.0)
     assert result.row["effective_time_stalled"]
     assert result.factors["effective_time"].value == FACTOR_FLOOR
     shares = result.lost_share_by_factor
@@ -151,7 +151,7 @@ def test_entered_values_out_of_range_are_rejected_with_the_column_and_pool():
 
 def test_scalar_calculator_rejects_unknown_override_keys():
     with pytest.raises(UnknownDefaultError, match="pue_swamp"):
-        from planner.engine.factors import energy_factor
+        from engine.factors import energy_factor
 
         energy_factor(overrides={"pue_swamp": 1.2})
 
@@ -167,7 +167,7 @@ pool_strategy = st.fixed_dictionaries(
         "pue": st.one_of(st.just(math.nan), st.floats(1.0, 2.5)),
         "mfu": st.one_of(st.just(math.nan), st.floats(0.01, 1.0)),
         "utilization_measured": optional_share,
-        "mtbf_card_h": st.one_of(st.just(math.nan), st.floats(10.0, 1e6)),
+        "mtbf_card_hours": st.one_of(st.just(math.nan), st.floats(10.0, 1e6)),
         "checkpoint_save_h": st.floats(0.0, 2.0),
         "strategy": st.sampled_from(
             [
@@ -198,8 +198,10 @@ def test_every_factor_is_in_0_1_product_is_below_each_and_attribution_sums(pools
     assert (result["product"].to_numpy() <= factors.min(axis=1) + 1e-12).all()
     shares = result[[f"lost_share_{name}" for name in FACTORS]].to_numpy()
     np.testing.assert_allclose(shares.sum(axis=1), 1 - result["product"], atol=1e-12)
-    card_h = result[[f"lost_{name}_card_h" for name in FACTORS]].sum(axis=1)
-    np.testing.assert_allclose(card_h, (1 - result["product"]) * result["card_h"], rtol=1e-9)
+    card_hours = result[[f"lost_{name}_card_hours" for name in FACTORS]].sum(axis=1)
+    np.testing.assert_allclose(
+        card_hours, (1 - result["product"]) * result["card_hours"], rtol=1e-9
+    )
     assert result["strategy_why"].notna().all()
     for name in FACTORS:
         assert set(result[f"{name}_provenance"].astype(str)) <= {

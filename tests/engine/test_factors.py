@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.engine.defaults import DEFAULTS
-from planner.engine.factors import (
+from engine.defaults import DEFAULTS
+from engine.factors import (
     EngineInputError,
     energy_factor,
     mfu_factor,
@@ -97,11 +97,11 @@ def test_impossible_mfu_is_rejected():
 
 def test_utilization_precedence_and_provenance():
     measured = utilization_factor(
-        measured_share=0.7, allocated_card_h=10.0, available_card_h=100.0, planned=0.9
+        measured_share=0.7, allocated_card_hours=10.0, available_card_hours=100.0, planned=0.9
     )
     assert (measured.value, measured.provenance) == (0.7, "measured")
-    records = utilization_factor(allocated_card_h=40.0, available_card_h=100.0, planned=0.9)
-    assert (records.value, records.basis) == (pytest.approx(0.4), "allocated_card_h")
+    records = utilization_factor(allocated_card_hours=40.0, available_card_hours=100.0, planned=0.9)
+    assert (records.value, records.basis) == (pytest.approx(0.4), "allocated_card_hours")
     planned = utilization_factor(planned=0.9)
     assert (planned.value, planned.provenance) == (0.9, "modeled")
     default = utilization_factor()

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.defaults import DEFAULTS, STRATEGIES
-from planner.engine.evaluate import evaluate_pools
-from planner.engine.heterogeneous import CardGroup, bucket_arrays, bucket_effect
+from engine.defaults import DEFAULTS, STRATEGIES
+from engine.evaluate import evaluate_pools
+from engine.heterogeneous import CardGroup, bucket_arrays, bucket_effect
 
 from .conftest import A100, ASCEND_910B, H100, group
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.inference import InferenceWorkload, evaluate_inference
-from planner.engine.inference.memory import AttentionShape, kv_bytes_per_token
-from planner.engine.inference.sizing import choose
-from planner.engine.limits import EngineInputError
+from engine.inference import InferenceWorkload, evaluate_inference
+from engine.inference.memory import AttentionShape, kv_bytes_per_token
+from engine.inference.sizing import choose
+from engine.limits import EngineInputError
 
 # Vendor datasheet figures, as in the project's card catalog (inventory/fixtures).
 A100_40GB = {

@@ -1,4 +1,4 @@
-"""The p95 latency tails of the serving model (planner.engine.inference.queueing).
+"""The p95 latency tails of the serving model (engine.inference.queueing).
 
 Published formulas checked here, computed exactly in the test:
 - the Poisson distribution's 95th percentile (summing its probabilities);
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.inference import InferenceWorkload, evaluate_inference, queueing
+from engine.inference import InferenceWorkload, evaluate_inference, queueing
 from tests.engine.test_inference import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
 
 

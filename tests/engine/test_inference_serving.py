@@ -1,4 +1,4 @@
-"""Serving definitions of the factors for inference pools (planner.engine.inference.serving)."""
+"""Serving definitions of the factors for inference pools (engine.inference.serving)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.inference import InferenceWorkload, evaluate_inference
-from planner.engine.inference.serving import (
+from engine.inference import InferenceWorkload, evaluate_inference
+from engine.inference.serving import (
     availability,
     bytes_per_token,
     pool_mbu,

@@ -21,7 +21,7 @@ ENGINE_MODULES = [
 
 
 def test_engine_modules_load_without_django_or_celery():
-    imports = "; ".join(f"import planner.engine.{name}" for name in ENGINE_MODULES)
+    imports = "; ".join(f"import engine.{name}" for name in ENGINE_MODULES)
     check = (
         f"import sys; {imports}; "
         "frameworks = {'django', 'rest_framework', 'celery', 'kombu'}; "

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.defaults import DEFAULTS, FACTOR_FLOOR
-from planner.engine.reliability import (
-    cooling_adjusted_mtbf_card_h,
+from engine.defaults import DEFAULTS, FACTOR_FLOOR
+from engine.reliability import (
+    cooling_adjusted_mtbf_card_hours,
     daly_interval_h,
     effective_time_arrays,
     effective_training_time,
@@ -48,7 +48,7 @@ def test_research_cluster_mttf_of_7_9_hours_on_1024_gpus_is_about_8000_hours_per
 
 
 def test_default_mtbf_lies_between_the_research_and_hyperscale_figures():
-    assert 8_000 < float(DEFAULTS["mtbf_card_h"].value) < 50_000
+    assert 8_000 < float(DEFAULTS["mtbf_card_hours"].value) < 50_000
 
 
 def test_young_interval_is_sqrt_of_two_delta_m():
@@ -99,7 +99,11 @@ def test_daly_interval_matches_the_exact_exponential_optimum_better_than_young(s
 
 def test_lost_share_matches_the_spec_formula():
     result = effective_training_time(
-        2048, mtbf_card_h=20_000, checkpoint_save_h=0.05, restart_h=0.25, checkpoint_interval_h=1.0
+        2048,
+        mtbf_card_hours=20_000,
+        checkpoint_save_h=0.05,
+        restart_h=0.25,
+        checkpoint_interval_h=1.0,
     )
     mtbf = 20_000 / 2048
     lost = 0.05 / 1.0 + (1.0 / 2 + 0.25) / mtbf
@@ -115,7 +119,7 @@ def test_lost_share_matches_the_spec_formula():
 
 def test_a_job_that_cannot_progress_is_floored_and_flagged():
     result = effective_training_time(
-        100_000, mtbf_card_h=1_000, checkpoint_save_h=0.5, restart_h=1.0
+        100_000, mtbf_card_hours=1_000, checkpoint_save_h=0.5, restart_h=1.0
     )
     assert result.lost_share >= 1
     assert result.stalled
@@ -123,8 +127,8 @@ def test_a_job_that_cannot_progress_is_floored_and_flagged():
 
 
 def test_liquid_cooling_lengthens_the_default_mtbf_by_the_failure_rate_factor():
-    air = float(cooling_adjusted_mtbf_card_h(20_000, "air"))
-    liquid = float(cooling_adjusted_mtbf_card_h(20_000, "direct_liquid"))
+    air = float(cooling_adjusted_mtbf_card_hours(20_000, "air"))
+    liquid = float(cooling_adjusted_mtbf_card_hours(20_000, "direct_liquid"))
     factor = float(DEFAULTS["failure_rate_direct_liquid"].value)
     assert liquid == pytest.approx(air / factor)
     assert liquid > air
@@ -134,8 +138,8 @@ def test_liquid_cooling_lengthens_the_default_mtbf_by_the_failure_rate_factor():
 
 
 def test_an_entered_mtbf_is_not_adjusted_for_cooling():
-    entered = effective_training_time(1024, mtbf_card_h=30_000, cooling="immersion")
-    assert entered.mtbf_card_h == 30_000
+    entered = effective_training_time(1024, mtbf_card_hours=30_000, cooling="immersion")
+    assert entered.mtbf_card_hours == 30_000
 
 
 def test_scalar_wrapper_rejects_unknown_rule():

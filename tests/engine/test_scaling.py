@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.engine.scaling import (
+from engine.scaling import (
     estimate_hidden_size,
     modeled_scaling,
     modeled_scaling_arrays,

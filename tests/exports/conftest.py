@@ -45,7 +45,7 @@ def finished_analysis(scope: str = "fleet", object_id: int | None = None):
 def fleet(demo_fleet, alpha, import_text, planner, django_capture_on_commit_callbacks):  # noqa: F811
     from accounting.models import GresAlias, PartitionMapping
     from inventory.models import AcceleratorModel, Pool
-    from tests.planner_api.conftest import compute_now, plan_payload
+    from tests.planner.api.conftest import compute_now, plan_payload
 
     import_text(alpha, sacct_text())
     import_text(alpha, SREPORT_TEXT, kind="sreport")

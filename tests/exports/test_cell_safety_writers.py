@@ -11,7 +11,7 @@ import pytest
 
 from tests.access.conftest import team_usage  # noqa: F401
 from tests.accounting.conftest import alpha, import_text  # noqa: F401
-from tests.planner_api.conftest import PLANS, compute_now, plan_payload
+from tests.planner.api.conftest import PLANS, compute_now, plan_payload
 
 pytestmark = pytest.mark.django_db
 

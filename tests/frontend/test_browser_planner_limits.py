@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.engine.limits import limit
-from tests.planner_api.conftest import compute_now, plan_payload
+from engine.limits import limit
+from tests.planner.api.conftest import compute_now, plan_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,8 +16,8 @@ import re
 import pytest
 
 from tests.frontend.test_dashboards_analyses import compute_now as analyse_now
-from tests.planner_api.conftest import compute_now as plan_now
-from tests.planner_api.conftest import plan_payload
+from tests.planner.api.conftest import compute_now as plan_now
+from tests.planner.api.conftest import plan_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

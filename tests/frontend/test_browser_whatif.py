@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner_api.conftest import compute_now, plan_payload
+from tests.planner.api.conftest import compute_now, plan_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -439,10 +439,10 @@ def test_failed_run_shows_why_and_keeps_the_last_result(client, viewer, fleet_an
     type(fleet_analysis).objects.filter(pk=fleet_analysis.pk).update(
         run_id=run_id, status="running"
     )
-    services.fail(fleet_analysis.pk, str(run_id), "ValueError: mtbf_card_h < 1")
+    services.fail(fleet_analysis.pk, str(run_id), "ValueError: mtbf_card_hours < 1")
     client.force_login(viewer)
     html = client.get(f"/analyses/{fleet_analysis.pk}/").content.decode()
-    assert "The last run failed:" in html and "mtbf_card_h" in html
+    assert "The last run failed:" in html and "mtbf_card_hours" in html
     assert "last successful run" in html and "chart-analyses-waterfall" in html
 
 

@@ -14,7 +14,7 @@ from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 pytestmark = pytest.mark.django_db
 
 SITES_CSV = """name,location,cooling_type,pue,pue_confirmed,tariff_per_kwh,currency,assumptions
-Oslo DC3,Oslo,Direct liquid (cold plate),1.15,,0.07,EUR,"{""mtbf_card_h"": 30000}"
+Oslo DC3,Oslo,Direct liquid (cold plate),1.15,,0.07,EUR,"{""mtbf_card_hours"": 30000}"
 Bergen DC1,Bergen,air,3.2,yes,0.06,EUR,
 """
 
@@ -130,7 +130,7 @@ def test_choices_booleans_json_and_dates_are_converted():
     preview = imports.preview_import("sites", table(SITES_CSV))
     assert error_texts(preview) == []
     oslo, bergen = (row.instance for row in preview.rows)
-    assert oslo.cooling_type == "direct_liquid" and oslo.assumptions == {"mtbf_card_h": 30000}
+    assert oslo.cooling_type == "direct_liquid" and oslo.assumptions == {"mtbf_card_hours": 30000}
     assert bergen.pue_confirmed is True and bergen.assumptions == {}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import make_user
-from tests.planner_api.conftest import compute_now, plan_payload, usd_to_eur_rate
+from tests.planner.api.conftest import compute_now, plan_payload, usd_to_eur_rate
 
 pytestmark = pytest.mark.django_db
 

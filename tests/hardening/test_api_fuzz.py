@@ -7,7 +7,7 @@
 2. Every query parameter of every GET gets each hostile value as a string.
 3. Hypothesis draws whole training-estimate and plan bodies whose numbers all come from the
    hostile values or sane ones at once; schemathesis sends bodies generated from the schema
-   (which carries the ranges of planner.engine.limits) to every write operation.
+   (which carries the ranges of engine.limits) to every write operation.
 Examples are derandomized, so the budget is fixed (about a minute on two cores).
 """
 
@@ -102,7 +102,7 @@ def with_value(body, path: tuple, value):
 def base_bodies() -> dict[str, dict]:
     """Bodies valid on the demo fleet, so injected values reach the deeper checks."""
     from inventory.models import Site
-    from tests.planner_api.conftest import plan_payload
+    from tests.planner.api.conftest import plan_payload
 
     training = {"model_params": 7e9, "tokens": 1e12, "accelerator": "H100 SXM5 80GB", "cards": 64}
     site = Site.objects.order_by("pk").first()

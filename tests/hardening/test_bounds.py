@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from planner.engine.limits import LIMITS, EngineInputError
+from engine.limits import LIMITS, EngineInputError
 from tests.memcap import address_space_cap, run_capped
 
 pytestmark = pytest.mark.django_db
@@ -106,7 +106,7 @@ def test_non_finite_strings_are_400(api, value):
 
 
 def test_a_plan_with_a_billion_layers_is_refused_before_the_worker(planner_api):
-    from tests.planner_api.conftest import plan_payload
+    from tests.planner.api.conftest import plan_payload
 
     payload = plan_payload()
     payload["workload"].update(layers=10**9, hidden_size=12_288, attention_heads=96)
@@ -116,7 +116,7 @@ def test_a_plan_with_a_billion_layers_is_refused_before_the_worker(planner_api):
 
 
 def test_a_plan_of_1e30_parameters_is_refused(planner_api):
-    from tests.planner_api.conftest import plan_payload
+    from tests.planner.api.conftest import plan_payload
 
     payload = plan_payload()
     payload["workload"]["model_params"] = 1e30
@@ -168,8 +168,8 @@ def test_the_engine_refuses_a_huge_grid_before_allocating():
     """Called directly (no serializer), the engine still sizes its grid first."""
     result = run_capped(
         """
-        from planner.engine.limits import EngineInputError
-        from planner.engine.parallelism import enumerate_splits
+        from engine.limits import EngineInputError
+        from engine.parallelism import enumerate_splits
         try:
             enumerate_splits([1024], [8], layers=10**9, heads=96, global_batch=1536)
         except EngineInputError as exc:
@@ -181,7 +181,7 @@ def test_the_engine_refuses_a_huge_grid_before_allocating():
 
 
 def test_the_engine_refuses_huge_workloads_by_field():
-    from planner.engine.capacity import TrainingWorkload
+    from engine.capacity import TrainingWorkload
 
     with pytest.raises(EngineInputError) as refused:
         TrainingWorkload(params=1e30, tokens=1e308, seq_len=2**63)

@@ -19,7 +19,7 @@ from core.jobs.dispatch import WORKERS_UNAVAILABLE, dispatch_pending, pending_co
 from inventory.models import Cluster, Pool
 from planner.models import Analysis, Plan
 from tests.accounting.conftest import sacct_text
-from tests.planner_api.conftest import plan_payload
+from tests.planner.api.conftest import plan_payload
 from tests.polling import wait_for_status
 
 pytestmark = pytest.mark.worker

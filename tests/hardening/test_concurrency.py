@@ -279,7 +279,7 @@ def test_report_schedules_and_gres_aliases_check_if_match_too(client_for, fleet_
 
 
 def test_plan_updates_check_if_match(client_for, planner, demo_fleet):
-    from tests.planner_api.conftest import PLANS, plan_payload
+    from tests.planner.api.conftest import PLANS, plan_payload
 
     client = client_for(planner)
     created = client.post(PLANS, plan_payload(), format="json")

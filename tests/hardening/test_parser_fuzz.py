@@ -28,7 +28,7 @@ from accounting.parsing import (
     iter_xlsx_chunks,
 )
 from accounting.parsing.schema import MAX_JOB_CARDS
-from tests.accounting_core.conftest import SACCT_HEADER, SACCT_LINES
+from tests.accounting.parsing.conftest import SACCT_HEADER, SACCT_LINES
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 NASTY = [

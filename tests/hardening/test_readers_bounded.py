@@ -111,7 +111,7 @@ def test_utf8_and_a_few_legacy_accents_still_count_as_text():
 @pytest.mark.parametrize("kind", ["csv", "sacct"])
 def test_a_300_mb_line_is_refused_in_a_capped_process(tmp_path, kind):
     """Realistic scale with the default limits: memory follows the line limit, not the line."""
-    from tests.accounting_core.conftest import SACCT_HEADER, SACCT_LINES
+    from tests.accounting.parsing.conftest import SACCT_HEADER, SACCT_LINES
 
     head = HEADER + LINE.format(i=1) if kind == "csv" else f"{SACCT_HEADER}\n{SACCT_LINES[0]}\n"
     path = tmp_path / f"huge.{kind}"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from engine.cost import DEFAULT_POWER, energy_and_cost
 from inventory.models import Pool
 from inventory.selectors import pool_totals
-from planner.engine.cost import DEFAULT_POWER, energy_and_cost
 
 pytestmark = pytest.mark.django_db
 

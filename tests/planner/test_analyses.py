@@ -125,11 +125,11 @@ def test_failed_run_keeps_the_previous_result_and_says_why(celery_worker, client
     good = wait_for(client, created["id"])
     assert good["status"] == "succeeded"
     # Bypass model validation to plant a value the engine must refuse.
-    Pool.objects.filter(pk=pool.pk).update(assumptions={"mtbf_card_h": -5})
+    Pool.objects.filter(pk=pool.pk).update(assumptions={"mtbf_card_hours": -5})
     client.post(f"/api/v1/analyses/{created['id']}/recompute/")
     failed = wait_for(client, created["id"])
     assert failed["status"] == "failed"
-    assert "mtbf_card_h" in failed["error"]
+    assert "mtbf_card_hours" in failed["error"]
     assert failed["results"] == good["results"]
 
 

@@ -9,10 +9,10 @@ import datetime as dt
 import pytest
 
 from accounting.models import ServingLoad
+from engine.factors import FACTOR_NAMES
+from engine.inference.sizing import InferenceWorkload, evaluate_inference
 from inventory.models import AcceleratorModel, Pool
 from planner import services
-from planner.engine.factors import FACTOR_NAMES
-from planner.engine.inference.sizing import InferenceWorkload, evaluate_inference
 from tests.accounting import conftest as accounting_fixtures
 from tests.frontend.test_dashboards_analyses import compute_now
 
@@ -28,7 +28,7 @@ MODEL = {
     "input_tokens": 1000,
     "output_tokens": 300,
 }
-REPAIR_H = 0.25  # planner.engine.defaults restart_h, the documented serving repair time
+REPAIR_H = 0.25  # engine.defaults restart_h, the documented serving repair time
 
 
 @pytest.fixture
@@ -78,8 +78,8 @@ def assert_product_and_shares_consistent(row: dict) -> None:
     assert row["product"] == pytest.approx(product)
     shares = sum(row[f"lost_share_{name}"] for name in FACTOR_NAMES)
     assert shares == pytest.approx(1 - product)
-    assert row["lost_utilization_card_h"] == pytest.approx(
-        row["lost_share_utilization"] * row["card_h"]
+    assert row["lost_utilization_card_hours"] == pytest.approx(
+        row["lost_share_utilization"] * row["card_hours"]
     )
 
 
@@ -94,7 +94,7 @@ def test_without_a_load_mbu_is_the_default_and_availability_is_modeled(
     assert (row["mfu_provenance"], row["mfu_basis"]) == ("default", "bandwidth_efficiency_default")
     assert row["scaling"] == 1.0 and row["scaling_provenance"] == "modeled"
     assert row["scaling_basis"] == "serving: no pipeline scaling"
-    replica_mtbf = row["mtbf_card_h"] / 8  # one node of 8 cards is a replica without a model
+    replica_mtbf = row["mtbf_card_hours"] / 8  # one node of 8 cards is a replica without a model
     assert row["effective_time"] == pytest.approx(replica_mtbf / (replica_mtbf + REPAIR_H))
     assert row["effective_time_provenance"] == "modeled"
     assert row["effective_time_defaults"].split(", ")[-1] == "restart_h"  # the repair time
@@ -131,7 +131,7 @@ def test_a_load_covering_the_period_is_measured_utilization(
     )
     assert row["mfu_provenance"] == "modeled" and row["mfu_basis"] == "serving_load_model"
     assert 0 < row["mfu"] < 0.7  # at most the bandwidth efficiency the model assumes
-    replica_mtbf = row["mtbf_card_h"] / expected["tp"]
+    replica_mtbf = row["mtbf_card_hours"] / expected["tp"]
     assert row["effective_time"] == pytest.approx(replica_mtbf / (replica_mtbf + REPAIR_H))
     assert row["serving_reason"].startswith("measured: served tokens/s")
     assert_product_and_shares_consistent(row)

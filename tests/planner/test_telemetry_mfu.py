@@ -70,8 +70,9 @@ def write_rollups(cluster, days=DAYS, jobs=True) -> None:
         if jobs:
             JobDay.objects.create(
                 day=day, cluster=cluster, pool=group.pool, account="nlp", job_id="101",
-                allocated_card_h=ALLOCATED_CARD_H_PER_DAY, active_card_h=48.0,
-                tensor_card_h=TENSOR_ALL_TIME * CARDS * 24, idle_card_h=0.0, energy_kwh=30.0,
+                allocated_card_hours=ALLOCATED_CARD_H_PER_DAY, active_card_hours=48.0,
+                tensor_card_hours=TENSOR_ALL_TIME * CARDS * 24, idle_card_hours=0.0,
+                energy_kwh=30.0,
             )  # fmt: skip
 
 

@@ -49,11 +49,11 @@ def test_teams_and_wasted_allocation_are_scoped_to_the_users_teams(client_for, f
     client = client_for(nlp_viewer)
     teams = client.get("/api/v1/telemetry/teams/", PERIOD).json()
     assert [row["account"] for row in teams] == ["nlp"]
-    assert teams[0]["allocated_card_h"] == pytest.approx(72.0)
-    assert teams[0]["idle_card_h"] == pytest.approx(48.0)
+    assert teams[0]["allocated_card_hours"] == pytest.approx(72.0)
+    assert teams[0]["idle_card_hours"] == pytest.approx(48.0)
     assert teams[0]["activity"] == pytest.approx(14.4 / 72.0)
     wasted = client.get("/api/v1/telemetry/wasted-allocation/", PERIOD).json()
-    assert [(row["job_id"], row["idle_card_h"]) for row in wasted] == [("102", 48.0)]
+    assert [(row["job_id"], row["idle_card_hours"]) for row in wasted] == [("102", 48.0)]
     nobody = make_user("no-team", "viewer", all_teams=False)
     assert client_for(nobody).get("/api/v1/telemetry/teams/", PERIOD).json() == []
 
@@ -65,7 +65,7 @@ def test_wasted_allocation_exports_csv(client_for, viewer, fetched):
     assert response.status_code == 200
     text = b"".join(response.streaming_content if response.streaming else [response.content])
     lines = text.decode().splitlines()
-    assert "idle_card_h" in lines[0] and lines[1].split(",")[lines[0].split(",").index(
+    assert "idle_card_hours" in lines[0] and lines[1].split(",")[lines[0].split(",").index(
         "job_id")] == "102"  # fmt: skip
 
 

@@ -81,10 +81,10 @@ def assert_job_days(cluster):
     assert set(rows) == set(JOB_DAYS)
     for key, (allocated, active, tensor, idle, energy) in JOB_DAYS.items():
         row = rows[key]
-        assert row.allocated_card_h == pytest.approx(allocated)
-        assert row.active_card_h == pytest.approx(active)
-        assert row.tensor_card_h == pytest.approx(tensor)
-        assert row.idle_card_h == pytest.approx(idle)
+        assert row.allocated_card_hours == pytest.approx(allocated)
+        assert row.active_card_hours == pytest.approx(active)
+        assert row.tensor_card_hours == pytest.approx(tensor)
+        assert row.idle_card_hours == pytest.approx(idle)
         assert row.energy_kwh == pytest.approx(energy)
     assert rows[("102", dcgm.DAY1)].account == "nlp"
     assert rows[("101", dcgm.DAY1)].pool.name == "train"
@@ -109,7 +109,7 @@ def test_prometheus_stopped_mid_fetch_keeps_previous_rollups(
     first, _ = fetch_from(gpu_cluster, own_prometheus.url)
     assert first.status == "succeeded", first.error
     before = sorted(GpuDay.objects.values_list("pk", "energy_kwh"))
-    jobs_before = sorted(JobDay.objects.values_list("pk", "idle_card_h"))
+    jobs_before = sorted(JobDay.objects.values_list("pk", "idle_card_hours"))
     real_progress = jobs.progress
 
     def stop_after_first_day(pk, run_id, fraction):
@@ -122,4 +122,4 @@ def test_prometheus_stopped_mid_fetch_keeps_previous_rollups(
     assert "unreachable" in second.error and own_prometheus.url in second.error
     assert "failed" in result
     assert sorted(GpuDay.objects.values_list("pk", "energy_kwh")) == before
-    assert sorted(JobDay.objects.values_list("pk", "idle_card_h")) == jobs_before
+    assert sorted(JobDay.objects.values_list("pk", "idle_card_hours")) == jobs_before

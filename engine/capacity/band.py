@@ -1,0 +1,143 @@
+"""Honest range of each estimate: days and cost at the 10th and 90th percentile of the
+documented uncertainty of every default the estimate used, and which uncertainty matters most.
+
+An entered or measured figure carries no default uncertainty; a default does: per-card MFU,
+the fabric's achieved bandwidth (through the exposed communication of the chosen split), the
+MTBF per card and the restart time. Each is a log-normal multiplier whose 90th percentile is
+`uncertainty_<name>` times the central value (defaults table, with its sources). The band
+draws all of them together (a fixed seed: the same plan gives the same band), vectorised over
+options × draws; the tornado moves one at a time to its 10th and 90th percentile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from engine.capacity.options import table_default
+from engine.reliability import effective_time_arrays, restart_h_at
+
+UNCERTAINTIES: tuple[str, ...] = ("mfu", "fabric", "mtbf", "restart")
+Z90 = 1.2815515655446004  # standard normal 90th percentile
+BAND_DRAWS = 256
+BAND_SEED = 20_240_731  # fixed: the band of a plan does not move between runs
+STALL_RATIO = 100.0  # a 90th percentile 100× the central days: failures stall the job
+STALL_NOTE = (
+    "no upper bound: at the 90th percentile of MTBF and restart time failures leave no "
+    "productive time"
+)
+
+
+def _sigmas(frame: pd.DataFrame) -> dict[str, NDArray[np.float64]]:
+    """Log-normal σ of each uncertainty per option; 0 where the figure was not a default."""
+    applies = {
+        "mfu": frame["mfu_provenance"].to_numpy() == "default",
+        "fabric": frame["scaling_provenance"].to_numpy() == "modeled",
+        "mtbf": (frame["effective_time_provenance"].to_numpy() == "modeled")
+        & frame["mtbf_defaulted"].to_numpy(bool),
+        "restart": (frame["effective_time_provenance"].to_numpy() == "modeled")
+        & frame["restart_grows"].to_numpy(bool),
+    }
+    return {
+        name: np.where(applies[name], np.log(table_default(f"uncertainty_{name}")) / Z90, 0.0)
+        for name in UNCERTAINTIES
+    }
+
+
+def _throughput(frame: pd.DataFrame, z: dict[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+    """MFU × scaling × effective time with each uncertainty at z standard deviations
+    (arrays shaped options × draws); the exposed communication does not speed up with MFU."""
+    sigma = _sigmas(frame)
+
+    def col(name: str) -> NDArray[np.float64]:
+        return frame[name].to_numpy(np.float64)[:, None]
+
+    mfu_x = np.exp(sigma["mfu"][:, None] * z["mfu"])
+    fabric_x = np.exp(sigma["fabric"][:, None] * z["fabric"])
+    scaling = col("scaling")
+    step = 1.0 / scaling  # in units of the central useful time
+    comm = step * np.nan_to_num(
+        col("tp_share") + col("cp_share") + col("pp_share") + col("dp_share")
+    )
+    fabric = step * np.nan_to_num(col("fabric_share"))
+    drawn_step = (step - comm) / mfu_x + (comm - fabric) + fabric / fabric_x
+    drawn_scaling = np.minimum((1.0 / mfu_x) / drawn_step, 1.0)
+    cards = col("cards")
+    save = col("checkpoint_save_hours") * np.where(
+        col("checkpoint_async") > 0, table_default("checkpoint_async_stall_share"), 1.0
+    )
+    restart = restart_h_at(
+        col("restart_hours"),
+        cards,
+        np.where(col("restart_grows") > 0, table_default("restart_growth_h_per_doubling"), 0.0),
+    ) * np.exp(sigma["restart"][:, None] * z["restart"])
+    modeled = effective_time_arrays(
+        cards,
+        col("mtbf_card_hours") * np.exp(sigma["mtbf"][:, None] * z["mtbf"]),
+        save,
+        restart,
+        col("checkpoint_interval_hours"),
+        (frame["checkpoint_interval_rule"].to_numpy() == "daly")[:, None],
+    ).effective_time
+    is_modeled = (frame["effective_time_provenance"].to_numpy() == "modeled")[:, None]
+    effective = np.where(is_modeled, modeled, col("effective_time"))
+    mfu = np.minimum(col("mfu") * mfu_x, 1.0)
+    return mfu * np.where(np.isnan(drawn_scaling), scaling, drawn_scaling) * effective
+
+
+def days_band(frame: pd.DataFrame) -> pd.DataFrame:
+    """days_low/high and cost_low/high (10th/90th percentile), always containing the central
+    estimate; NaN where the option has no result."""
+    rng = np.random.default_rng(BAND_SEED)
+    z = {name: rng.standard_normal((1, BAND_DRAWS)) for name in UNCERTAINTIES}
+    central = frame["mfu"] * frame["scaling"] * frame["effective_time"]
+    ratio = central.to_numpy(np.float64)[:, None] / _throughput(frame, z)
+    low, high = np.percentile(ratio, [10, 90], axis=1)
+    # Failures that leave no productive time have no finishing date: no upper bound, said why.
+    stalls = high > STALL_RATIO
+    high = np.where(stalls, np.nan, high)
+    days = frame["days"].to_numpy(np.float64)
+    cost = frame["total_cost"].to_numpy(np.float64)
+    # Cost follows calendar days at a fixed utilization (card-hours, energy and idle alike).
+    return pd.DataFrame(
+        {
+            "days_low": np.minimum(days * low, days),
+            "days_high": np.where(stalls, np.nan, np.maximum(days * high, days)),
+            "cost_low": np.minimum(cost * low, cost),
+            "cost_high": np.where(stalls, np.nan, np.maximum(cost * high, cost)),
+            "band_note": np.where(stalls, STALL_NOTE, ""),
+        },
+        index=frame.index,
+    )
+
+
+def uncertainty_tornado(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (option, uncertainty): days with it at its 10th and 90th percentile and
+    the others central, sorted within each option by the width of the swing."""
+    rows = []
+    central_z = np.zeros((1, 1))
+    for name in UNCERTAINTIES:
+        swing = []
+        for sign in (-1.0, 1.0):
+            z = dict.fromkeys(UNCERTAINTIES, central_z)
+            z[name] = np.full((1, 1), sign * Z90)
+            swing.append(_throughput(frame, z)[:, 0])
+        central = (frame["mfu"] * frame["scaling"] * frame["effective_time"]).to_numpy(np.float64)
+        days = frame["days"].to_numpy(np.float64)
+        a, b = days * central / swing[0], days * central / swing[1]
+        rows.append(
+            pd.DataFrame(
+                {
+                    "option_id": frame.index,
+                    "uncertainty": name,
+                    "days_low": np.minimum(a, b),
+                    "days_high": np.maximum(a, b),
+                }
+            )
+        )
+    table = pd.concat(rows, ignore_index=True)
+    table["swing_days"] = table["days_high"] - table["days_low"]
+    return table.sort_values(["option_id", "swing_days"], ascending=[True, False]).reset_index(
+        drop=True
+    )

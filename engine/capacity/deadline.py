@@ -1,0 +1,160 @@
+"""Deadline mode: the fewest cards (in steps of the granularity) that meet each deadline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from engine.capacity.options import table_default
+from engine.capacity.splits import best_split_per_option, effective_time_at_cards
+from engine.capacity.workload import DEFAULT_MAX_CARDS, SECONDS_PER_DAY, TrainingWorkload
+from engine.memory import (
+    min_cards_for_state,
+)
+
+
+def _feasible(best: pd.DataFrame, deadline_days: NDArray[np.float64]) -> NDArray[np.bool_]:
+    days = best["days"].to_numpy(np.float64)
+    return best["fits_memory"].to_numpy(bool) & (days <= deadline_days)
+
+
+def _granularity(frame: pd.DataFrame, workload: TrainingWorkload) -> NDArray[np.int64]:
+    fixed = workload.parallelism
+    fixed_product = int(np.prod([v for v in (fixed.tp, fixed.pp, fixed.dp) if v is not None]))
+    step = frame["card_granularity"].to_numpy(np.int64)
+    return np.lcm(step, fixed_product)
+
+
+# The deadline search checks every count from its lower bound up to the bisection's answer
+# when that range is at most this many steps, in windows of DEADLINE_SCAN_WINDOW counts.
+DEADLINE_EXACT_SCAN_LIMIT = 32_768
+DEADLINE_SCAN_WINDOW = 2_048
+
+
+def _scaling_ceiling(workload: TrainingWorkload, frame: pd.DataFrame) -> NDArray[np.float64]:
+    """The given scaling, else the most any split can reach: useful ÷ compute (no bubble, no
+    exposed communication), see engine.steptime."""
+    shape = workload.model_shape
+    extra = workload.seq_len / (6.0 * shape.hidden) / table_default("attention_kernel_efficiency")
+    extra += table_default("memory_bound_kernel_width") / shape.hidden
+    return frame["scaling"].fillna(1.0 / (1.0 + extra)).to_numpy(np.float64)
+
+
+def _may_meet(
+    workload: TrainingWorkload, frame: pd.DataFrame, idx: NDArray[np.int64], cards: NDArray
+) -> NDArray[np.bool_]:
+    """Cheap necessary condition: the deadline is met at the scaling ceiling and the (exact)
+    effective time of that many cards; counts failing it need no split search."""
+    part = frame.iloc[idx]
+    cards = np.asarray(cards, dtype=np.float64)
+    rate = (
+        cards
+        * part["peak_tflops"].to_numpy(np.float64)
+        * 1e12
+        * (part["mfu"] * part["utilization"]).to_numpy(np.float64)
+        * _scaling_ceiling(workload, part)
+        * effective_time_at_cards(part, cards)
+    )
+    best_days = workload.flops / rate / SECONDS_PER_DAY
+    return best_days <= part["deadline_days"].to_numpy(np.float64) * (1 + 1e-9)
+
+
+def _feasible_at(
+    workload: TrainingWorkload, frame: pd.DataFrame, idx: NDArray[np.int64], cards: NDArray
+) -> NDArray[np.bool_]:
+    ok = _may_meet(workload, frame, idx, cards)
+    if ok.any():
+        search = np.flatnonzero(ok)
+        best = best_split_per_option(
+            workload, frame.iloc[idx[search]], np.asarray(cards)[search].astype(np.int64)
+        )
+        ok[search] = _feasible(best, frame["deadline_days"].to_numpy(np.float64)[idx[search]])
+    return ok
+
+
+def cards_for_deadline(
+    workload: TrainingWorkload, frame: pd.DataFrame, *, max_cards: int = DEFAULT_MAX_CARDS
+) -> NDArray[np.float64]:
+    """Smallest card count (in steps of the granularity g) meeting each option's deadline.
+
+    Feasible(n): the best split of n cards fits in memory and days(n) <= deadline. Since
+    scaling and effective time depend on n (and whole splits exist only for some n),
+    feasibility is not monotone in n, so the search
+    1. starts from a lower bound lo that cannot make it (scaling = effective time = 1),
+    2. doubles hi until feasible, then bisects, keeping lo infeasible and hi feasible,
+    3. scans the counts from the lower bound upwards (when at most DEADLINE_EXACT_SCAN_LIMIT
+       steps below hi) and keeps the first feasible one: the true smallest count.
+    So days(n) <= deadline and n - g misses the deadline (or does not fit), always; n is the
+    smallest such count unless the exact scan was skipped for a very wide range.
+    Returns NaN where no count <= max_cards meets the deadline.
+    """
+    deadline = frame["deadline_days"].to_numpy(np.float64)
+    g = _granularity(frame, workload)
+    peak = frame["peak_tflops"].to_numpy(np.float64) * 1e12
+    upper_factors = (
+        frame["mfu"].to_numpy(np.float64)
+        * frame["scaling"].fillna(1.0).to_numpy(np.float64)
+        * frame["effective_time"].fillna(1.0).to_numpy(np.float64)
+        * frame["utilization"].to_numpy(np.float64)
+    )
+    ideal_cards = workload.flops / (deadline * SECONDS_PER_DAY * peak * upper_factors)
+    # In units of g; infeasible by the bound above (the margin absorbs float rounding).
+    lo = np.ceil(ideal_cards * (1 - 1e-9) / g) - 1
+    known_infeasible = lo.copy()
+    memory_floor = min_cards_for_state(
+        workload.params, frame["memory_gb"].to_numpy(np.float64), workload.usable_memory_share
+    )
+    hi = np.maximum(lo + 1, np.ceil(memory_floor / g))
+    max_units = np.floor(max_cards / g)
+    found = np.zeros(len(frame), dtype=bool)
+    active = np.isfinite(hi) & (hi <= max_units)
+    while active.any():  # doubling: each infeasible probe becomes the new lo
+        idx = np.flatnonzero(active)
+        ok = _feasible_at(workload, frame, idx, hi[idx] * g[idx])
+        found[idx[ok]] = True
+        failed = idx[~ok]
+        lo[failed] = hi[failed]
+        hi[failed] = np.minimum(hi[failed] * 2, np.maximum(max_units[failed], hi[failed] + 1))
+        active[:] = False
+        active[failed] = lo[failed] < max_units[failed]
+    active = found & (hi - lo > 1)
+    while active.any():  # bisection between infeasible lo and feasible hi
+        idx = np.flatnonzero(active)
+        mid = np.floor((lo[idx] + hi[idx]) / 2)
+        ok = _feasible_at(workload, frame, idx, mid * g[idx])
+        hi[idx[ok]] = mid[ok]
+        lo[idx[~ok]] = mid[~ok]
+        active = found & (hi - lo > 1)
+    _scan_up(workload, frame, np.flatnonzero(found), known_infeasible, hi, g)
+    return np.where(found, hi * g, np.nan)
+
+
+def _scan_up(
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    idx: NDArray[np.int64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    g: NDArray[np.int64],
+) -> None:
+    """Lower hi (in place) to the first feasible count above the known-infeasible bound lo.
+
+    Windows of candidates are evaluated for all options at once; an option stops at its
+    first feasible count (its predecessor failed: lo or an earlier candidate).
+    """
+    idx = idx[(hi[idx] - lo[idx] - 1 > 0) & (hi[idx] - lo[idx] - 1 <= DEADLINE_EXACT_SCAN_LIMIT)]
+    start = lo[idx] + 1
+    while idx.size:
+        counts = np.minimum(hi[idx] - start, DEADLINE_SCAN_WINDOW).astype(np.int64)
+        owner = np.repeat(np.arange(idx.size), counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        units = start[owner] + offsets
+        ok = _feasible_at(workload, frame, idx[owner], units * g[idx[owner]])
+        first = np.full(idx.size, np.inf)
+        np.minimum.at(first, owner, np.where(ok, units, np.inf))
+        done = np.isfinite(first)
+        hi[idx[done]] = first[done]
+        start = start + counts
+        keep = ~done & (start < hi[idx])
+        idx, start = idx[keep], start[keep]

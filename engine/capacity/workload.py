@@ -1,0 +1,186 @@
+"""What to train: the workload, its validation, and the planner's shared constants."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.defaults import default_value
+from engine.limits import (
+    SHAPE_LIMITS,
+    WORKLOAD_LIMITS,
+    EngineInputError,
+    range_error,
+)
+from engine.memory import (
+    ACTIVATION_RECOMPUTE_MODES,
+    DEFAULT_USABLE_MEMORY_SHARE,
+    ActivationRecompute,
+    ModelShape,
+)
+from engine.parallelism import BatchRule, FixedParallelism
+
+SECONDS_PER_DAY = 86_400.0
+DEFAULT_MAX_CARDS = 1_000_000
+FACTORS: tuple[str, ...] = ("energy", "mfu", "scaling", "effective_time", "utilization")
+Precision = Literal["bf16", "fp8"]
+K_ERROR = "must be 6, or 8 with full activation recomputation"
+
+
+class PlannerInputError(EngineInputError):
+    """Invalid planner input; `errors` maps each offending field to a message."""
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingWorkload:
+    """What to train. Give `tokens` (with k) or `total_flops`."""
+
+    params: float
+    tokens: float | None = None
+    total_flops: float | None = None
+    flops_per_param_token: int = 6  # k: 6, or 8 with full activation recomputation
+    precision: Precision = "bf16"
+    seq_len: int = 2048
+    global_batch_sequences: int = 1536
+    # The batch in tokens instead (wins over sequences); max_batch_tokens lets it grow with
+    # data parallelism up to that many tokens (large runs do: Llama 3 went 4M → 16M tokens).
+    global_batch_tokens: float | None = None
+    max_batch_tokens: float | None = None
+    micro_batch: int | None = None  # None: the split search picks 1, 2 or 4 sequences
+    zero_stage: int = 1
+    # None: "full" when k = 8 (that is what k = 8 pays for), else "selective" (Megatron default).
+    recompute: ActivationRecompute | None = None
+    sequence_parallel: bool = True
+    shape: ModelShape | None = None
+    parallelism: FixedParallelism = field(default_factory=FixedParallelism)
+    usable_memory_share: float = DEFAULT_USABLE_MEMORY_SHARE
+
+    def __post_init__(self) -> None:
+        errors: dict[str, str] = {}
+        if not is_positive(self.params):
+            errors["params"] = "must be a positive number of parameters"
+        if self.total_flops is None and self.tokens is None:
+            errors["tokens"] = "give tokens or total_flops"
+        if self.tokens is not None and not is_positive(self.tokens):
+            errors["tokens"] = "must be positive"
+        if self.total_flops is not None and not is_positive(self.total_flops):
+            errors["total_flops"] = "must be positive"
+        if self.flops_per_param_token not in (6, 8):
+            errors["flops_per_param_token"] = K_ERROR
+        if self.precision not in ("bf16", "fp8"):
+            errors["precision"] = "must be 'bf16' or 'fp8'"
+        for name in ("seq_len", "global_batch_sequences", "micro_batch"):
+            if getattr(self, name) is not None and int(getattr(self, name)) < 1:
+                errors[name] = "must be >= 1"
+        if self.micro_batch is not None and self.micro_batch > self.batch_sequences:
+            errors["micro_batch"] = "must not exceed the global batch"
+        for name in ("global_batch_tokens", "max_batch_tokens"):
+            if getattr(self, name) is not None and not is_positive(getattr(self, name)):
+                errors[name] = "must be positive"
+        if self.zero_stage not in (0, 1, 2, 3):
+            errors["zero_stage"] = "must be 0, 1, 2 or 3"
+        if self.recompute is not None and self.recompute not in ACTIVATION_RECOMPUTE_MODES:
+            errors["recompute"] = f"must be one of {ACTIVATION_RECOMPUTE_MODES}"
+        if not 0 < self.usable_memory_share <= 1:
+            errors["usable_memory_share"] = "must be in (0, 1]"
+        errors = {**self._range_errors(), **errors}
+        if errors:
+            raise PlannerInputError(errors)
+
+    def _range_errors(self) -> dict[str, str]:
+        """Sizes outside their documented range (they drive the split grid and the arrays)."""
+        errors = {}
+        for attribute, name in WORKLOAD_LIMITS.items():
+            if message := range_error(name, getattr(self, attribute)):
+                errors[attribute] = message
+        for attribute, name in SHAPE_LIMITS.items():
+            if self.shape and (message := range_error(name, getattr(self.shape, attribute))):
+                errors[name] = message
+        return errors
+
+    @property
+    def flops(self) -> float:
+        """Total training FLOPs: k · N · D unless given."""
+        if self.total_flops is not None:
+            return float(self.total_flops)
+        return float(self.flops_per_param_token * self.params * float(self.tokens or 0.0))
+
+    @property
+    def batch_sequences(self) -> int:
+        """Global batch in sequences (from global_batch_tokens when given)."""
+        if self.global_batch_tokens is not None and is_positive(self.global_batch_tokens):
+            return max(1, round(float(self.global_batch_tokens) / max(int(self.seq_len), 1)))
+        return int(self.global_batch_sequences)
+
+    @property
+    def batch_rule(self) -> BatchRule:
+        """The global batch and how far it may grow with data parallelism."""
+        cap = None
+        if self.max_batch_tokens is not None and is_positive(self.max_batch_tokens):
+            cap = max(1, int(float(self.max_batch_tokens) // max(int(self.seq_len), 1)))
+        per_stage = float(default_value("batch_growth_microbatches_per_stage"))
+        return BatchRule(self.batch_sequences, cap, per_stage)
+
+    @property
+    def model_shape(self) -> ModelShape:
+        return self.shape or ModelShape.infer(self.params)
+
+    @property
+    def activation_recompute(self) -> ActivationRecompute:
+        if self.recompute is not None:
+            return self.recompute
+        return "full" if self.flops_per_param_token == 8 else "selective"
+
+
+def is_positive(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value)) and float(value) > 0
+    except (TypeError, ValueError):
+        return False
+
+
+# API field → (TrainingWorkload field, conversion): the one reading of a workload payload, for
+# the stateless estimate and for stored plans alike. Absent fields keep the dataclass default.
+_SPEC_FIELDS: dict[str, tuple[str, Any]] = {
+    "model_params": ("params", float),
+    "tokens": ("tokens", None),
+    "total_flops": ("total_flops", None),
+    "flops_per_param_token": ("flops_per_param_token", int),
+    "precision": ("precision", None),
+    "seq_len": ("seq_len", int),
+    "global_batch_sequences": ("global_batch_sequences", int),
+    "global_batch_tokens": ("global_batch_tokens", None),
+    "max_batch_tokens": ("max_batch_tokens", None),
+    "micro_batch": ("micro_batch", int),
+    "zero_stage": ("zero_stage", int),
+    "recompute": ("recompute", None),
+    "sequence_parallel": ("sequence_parallel", bool),
+    "usable_memory_share": ("usable_memory_share", float),
+}
+
+
+def workload_from_spec(spec: Mapping[str, Any], **overrides: Any) -> TrainingWorkload:
+    """The workload of a validated payload (API field names); ``overrides`` win."""
+    values = {
+        name: (convert(spec[key]) if convert else spec[key])
+        for key, (name, convert) in _SPEC_FIELDS.items()
+        if spec.get(key) is not None
+    }
+    if spec.get("layers"):
+        values["shape"] = ModelShape(
+            layers=int(spec["layers"]),
+            hidden=int(spec["hidden_size"]),
+            heads=int(spec["attention_heads"]),
+        )
+    degrees = {d: spec.get(f"{d}_degree") for d in ("tp", "pp", "dp")}
+    values["parallelism"] = FixedParallelism(
+        **{d: (int(v) if v else None) for d, v in degrees.items()}
+    )
+    return TrainingWorkload(**{**values, **overrides})

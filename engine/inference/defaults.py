@@ -1,0 +1,83 @@
+"""Every default the serving model falls back on, in one table, with its source.
+
+Outputs carry `<key>_provenance` = "entered" when the caller gave the value, else "default".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.defaults import default_value
+from engine.memory import DEFAULT_USABLE_MEMORY_SHARE
+
+
+@dataclass(frozen=True)
+class ServingDefault:
+    value: float
+    unit: str
+    source: str
+
+
+INFERENCE_DEFAULTS: dict[str, ServingDefault] = {
+    "bandwidth_efficiency": ServingDefault(
+        0.7,
+        "share of peak HBM bandwidth",
+        "Decode kernels reach 0.6-0.9 of peak HBM bandwidth: kipply, 'Transformer Inference "
+        "Arithmetic' (2022) profiled 0.9 at best on FasterTransformer; Databricks, 'LLM "
+        "Inference Performance Engineering' (2023) reports model bandwidth utilization well "
+        "below that under real batching. 0.7 sits between.",
+    ),
+    "compute_efficiency": ServingDefault(
+        0.5,
+        "share of dense peak FLOPS",
+        "Prefill is a forward pass: large-model training reaches 0.4-0.55 MFU (Megatron-LM, "
+        "Narayanan et al. 2021; PaLM, Chowdhery et al. 2022); llm-analysis uses 0.7 for the "
+        "best FasterTransformer GEMMs. 0.5 is the middle.",
+    ),
+    "usable_memory_share": ServingDefault(
+        DEFAULT_USABLE_MEMORY_SHARE,
+        "share of card memory",
+        "TensorRT-LLM gives the KV cache 0.90 of the memory left after weights "
+        "(kv_cache_free_gpu_mem_fraction) and vLLM's gpu_memory_utilization is 0.90; the rest "
+        "is the CUDA context, allocator and communication buffers.",
+    ),
+    "prefill_chunk_tokens": ServingDefault(
+        8192,
+        "tokens",
+        "TensorRT-LLM's default max_num_tokens per step (8,192): the prefill activations "
+        "reserved on each card are one layer's for this many tokens (Korthikanti et al. 2022, "
+        "34·s·h bytes per layer without the attention scores, which FlashAttention never "
+        "stores).",
+    ),
+    "max_tp": ServingDefault(
+        8, "cards", "Tensor parallelism stays inside one NVLink domain (8 cards per HGX node)."
+    ),
+    "power_share_of_tdp": ServingDefault(
+        1.0,
+        "share of TDP",
+        "Cards are assumed to draw their TDP while serving: an upper bound (decode-bound cards "
+        "often draw less), so energy is never understated.",
+    ),
+    "pue": ServingDefault(
+        float(default_value("pue_air")),
+        "ratio",
+        "The efficiency engine's default PUE for an air-cooled site (engine.defaults).",
+    ),
+    "amortization_years": ServingDefault(
+        5.0, "years", "Accelerators are written off over 3 to 7 years; 5 is the middle."
+    ),
+}
+
+
+# Kept out of INFERENCE_DEFAULTS (the estimate's settings): only analyses' availability uses it.
+SERVING_REPAIR = ServingDefault(
+    float(default_value("restart_h")),
+    "h",
+    "Time a serving replica is down after a card fails: detection, rescheduling on a spare and "
+    "reloading the weights, automated as on the fleets behind Llama 3 and MegaScale; the "
+    "efficiency engine's restart_h default (15 minutes, engine.defaults).",
+)
+
+
+def serving_default(key: str) -> float:
+    return INFERENCE_DEFAULTS[key].value

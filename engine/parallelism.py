@@ -1,0 +1,175 @@
+"""Enumeration of tensor × pipeline × data parallel splits (n = t · p · d), vectorised.
+
+A split is valid when
+- t divides n, t <= cards per node (tensor-parallel traffic stays on NVLink) and t divides the
+  attention heads (Megatron-LM shards whole heads);
+- p <= layers (a stage holds at least one layer);
+- d = n / (t · p) is whole and d × micro-batch <= global batch (every replica gets a micro-batch);
+- fixed degrees, when the caller gives them, are respected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from engine.limits import check_grid
+
+
+@dataclass(frozen=True)
+class FixedParallelism:
+    """Degrees the caller fixed; None lets the planner choose."""
+
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    cp: int | None = None
+    vp: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "cp", "vp"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1")
+
+    @property
+    def model_parallel_cards(self) -> int | None:
+        """t · p when both are fixed: deadline search then moves in steps of t · p cards."""
+        if self.tp is None or self.pp is None:
+            return None
+        return self.tp * self.pp * (self.cp or 1)
+
+
+# Candidate degrees the search tries beyond tensor and pipeline parallelism.
+CONTEXT_PARALLEL_CANDIDATES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGE_CANDIDATES: tuple[int, ...] = (1, 2, 4, 8)
+MICRO_BATCH_CANDIDATES: tuple[int, ...] = (1, 2, 4)
+# Ring attention needs chunks long enough to hide the K/V exchange (Llama 3: 8k per rank).
+MIN_TOKENS_PER_CONTEXT_RANK = 4096
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """Global batch in sequences; with `max_sequences` above it, the batch grows with data
+    parallelism until each replica runs `per_stage` micro-batches per pipeline stage."""
+
+    sequences: int
+    max_sequences: int | None = None
+    per_stage: float = 1.0
+
+    @property
+    def largest(self) -> int:
+        return max(self.sequences, self.max_sequences or 0)
+
+
+def _model_parallel_grid(n, per_node, *, layers, heads, seq_len, fixed: FixedParallelism):
+    """Valid (entry, tp, pp, cp) cells of the dense grid, sized before allocation."""
+    max_tp = int(per_node.max(initial=1))
+    cps = (
+        [fixed.cp]
+        if fixed.cp is not None
+        else [
+            c
+            for c in CONTEXT_PARALLEL_CANDIDATES
+            if c == 1 or seq_len // c >= MIN_TOKENS_PER_CONTEXT_RANK
+        ]
+    )
+    tp_count = 1 if fixed.tp is not None else max_tp
+    check_grid("cards_per_node", tp_count)
+    check_grid("layers", n.size * tp_count * (1 if fixed.pp is not None else layers) * len(cps))
+    tps = [fixed.tp] if fixed.tp is not None else list(range(1, max_tp + 1))
+    pps = [fixed.pp] if fixed.pp is not None else list(range(1, layers + 1))
+    t = np.array(tps, dtype=np.int64)[None, :, None, None]
+    p = np.array(pps, dtype=np.int64)[None, None, :, None]
+    c = np.array(cps, dtype=np.int64)[None, None, None, :]
+    n4 = n[:, None, None, None]
+    model = t * p * c
+    node4 = per_node[:, None, None, None]
+    valid = (n4 % model == 0) & (t <= node4) & (node4 % t == 0) & (heads % t == 0)
+    valid &= (p <= layers) & (seq_len % c == 0)
+    if fixed.dp is not None:
+        valid &= n4 == model * fixed.dp
+    row, ti, pi, ci = np.nonzero(valid)
+    return row, t.ravel()[ti], p.ravel()[pi], c.ravel()[ci]
+
+
+def enumerate_splits(
+    cards: ArrayLike,
+    cards_per_node: ArrayLike,
+    *,
+    layers: int,
+    heads: int,
+    global_batch: int | BatchRule,
+    micro_batch: int | None = 1,
+    fixed: FixedParallelism | None = None,
+    seq_len: int = 1,
+) -> pd.DataFrame:
+    """All valid splits for each entry of `cards`.
+
+    Returns one row per (entry, split) with columns row (position in `cards`), tp, pp, vp
+    (virtual stages), cp, dp, micro_batch (sequences), global_batch (sequences, grown when
+    the batch rule lets it) and micro_batches (per step and replica). `micro_batch` None lets
+    the search try MICRO_BATCH_CANDIDATES; context parallelism is tried when `seq_len` is long.
+    """
+    fixed = fixed or FixedParallelism()
+    rule = global_batch if isinstance(global_batch, BatchRule) else BatchRule(int(global_batch))
+    n = np.atleast_1d(np.asarray(cards, dtype=np.int64))
+    per_node = np.broadcast_to(np.asarray(cards_per_node, dtype=np.int64), n.shape)
+    row, tp, pp, cp = _model_parallel_grid(
+        n, per_node, layers=layers, heads=heads, seq_len=seq_len, fixed=fixed
+    )
+    vps = np.array([fixed.vp] if fixed.vp else VIRTUAL_STAGE_CANDIDATES, dtype=np.int64)
+    mbs = np.array(MICRO_BATCH_CANDIDATES if micro_batch is None else [micro_batch], np.int64)
+    cells = row.size * vps.size * mbs.size
+    check_grid("microbatches", cells)
+    pick = np.repeat(np.arange(row.size), vps.size * mbs.size)
+    vp = np.tile(np.repeat(vps, mbs.size), row.size)
+    mb = np.tile(mbs, row.size * vps.size)
+    row, tp, pp, cp = row[pick], tp[pick], pp[pick], cp[pick]
+    dp = n[row] // (tp * pp * cp)
+    keep = (dp * mb <= rule.largest) & ((vp == 1) | ((pp > 1) & (pp * vp <= layers)))
+    row, tp, pp, vp, cp, dp, mb = (x[keep] for x in (row, tp, pp, vp, cp, dp, mb))
+    batch = np.full(row.size, rule.sequences, dtype=np.int64)
+    if rule.max_sequences:
+        wanted = np.ceil(dp * mb * pp * rule.per_stage).astype(np.int64)
+        batch = np.clip(wanted, rule.sequences, max(rule.max_sequences, rule.sequences))
+    keep = dp * mb <= batch
+    frame = pd.DataFrame(
+        {"row": row, "tp": tp, "pp": pp, "vp": vp, "cp": cp, "dp": dp, "micro_batch": mb}
+    )[keep]
+    frame["global_batch"] = batch[keep]
+    frame["micro_batches"] = frame["global_batch"] // (frame["dp"] * frame["micro_batch"])
+    return frame.reset_index(drop=True)
+
+
+def no_split_reason(
+    cards: int,
+    cards_per_node: int,
+    *,
+    layers: int,
+    heads: int,
+    global_batch: int,
+    micro_batch: int,
+    fixed: FixedParallelism | None = None,
+) -> str:
+    """Why `cards` admits no valid split (for the option's reason string)."""
+    fixed = fixed or FixedParallelism()
+    if fixed.tp is not None and fixed.tp > cards_per_node:
+        return f"tp={fixed.tp} exceeds {cards_per_node} cards per node"
+    if fixed.tp is not None and heads % fixed.tp:
+        return f"tp={fixed.tp} does not divide the {heads} attention heads"
+    if fixed.pp is not None and fixed.pp > layers:
+        return f"pp={fixed.pp} exceeds the {layers} layers"
+    fixed_product = int(np.prod([v for v in (fixed.tp, fixed.pp, fixed.dp) if v is not None]))
+    if cards % fixed_product:
+        return f"{cards} cards are not a multiple of the fixed parallel degrees ({fixed_product})"
+    if fixed.tp is not None and fixed.pp is not None and fixed.dp is not None:
+        return f"{cards} cards != tp×pp×dp = {fixed_product}"
+    return (
+        f"no TP×PP×DP split of {cards} cards with TP <= {cards_per_node} per node dividing "
+        f"{heads} heads, PP <= {layers} layers and DP × micro-batch <= global batch "
+        f"{global_batch}"
+    )

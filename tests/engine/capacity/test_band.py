@@ -1,0 +1,80 @@
+"""The honest range (10th–90th percentile of the defaults' uncertainty) and its tornado."""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.capacity import TrainingWorkload, plan_capacity
+from engine.capacity.band import uncertainty_tornado
+from engine.memory import ModelShape
+from engine.parallelism import FixedParallelism
+from tests.engine.capacity.conftest import H100_SXM
+
+WORKLOAD = TrainingWorkload(params=70e9, tokens=2e12, seq_len=4096, global_batch_sequences=1024)
+PRICED = {**H100_SXM, "rental_price_per_card_hour": 2.0}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    nodes=st.integers(8, 2048),
+    mfu=st.one_of(st.none(), st.floats(0.2, 0.7)),
+    site_kind=st.sampled_from(["unknown", "production", "research"]),
+    asynchronous=st.booleans(),
+)
+def test_a_band_always_contains_its_central_estimate(nodes, mfu, site_kind, asynchronous):
+    option = {**PRICED, "cards": 8 * nodes, "site_kind": site_kind}
+    option["checkpoint_async"] = int(asynchronous)
+    if mfu is not None:
+        option["mfu"] = mfu
+    row = plan_capacity(WORKLOAD, pd.DataFrame([option])).iloc[0]
+    if not row["feasible"]:
+        return
+    assert row["days_low"] <= row["days"]
+    assert row["cost_low"] <= row["total_cost"]
+    if row["band_note"]:
+        assert pd.isna(row["days_high"])
+    else:
+        assert row["days"] <= row["days_high"]
+        assert row["total_cost"] <= row["cost_high"]
+
+
+def test_entered_figures_carry_no_default_uncertainty():
+    entered = {"mfu": 0.45, "scaling": 0.9, "effective_time": 0.95, "cards": 1024}
+    row = plan_capacity(WORKLOAD, pd.DataFrame([{**PRICED, **entered}])).iloc[0]
+    assert row["days_low"] == row["days"] == row["days_high"]
+    modeled = plan_capacity(WORKLOAD, pd.DataFrame([{**PRICED, "cards": 1024}])).iloc[0]
+    assert modeled["days_low"] < modeled["days"] < modeled["days_high"]
+
+
+def test_tornado_shows_failures_matter_most_at_scale_and_mfu_on_a_small_job():
+    options = pd.DataFrame(
+        [{**PRICED, "cards": cards, "site_kind": "production"} for cards in (256, 16_384)]
+    )
+    plan = plan_capacity(WORKLOAD, options)
+    tornado = uncertainty_tornado(plan)
+    first = tornado.groupby("option_id")["uncertainty"].first()
+    assert first.loc[0] == "mfu"
+    assert first.loc[1] == "mtbf"
+    assert (tornado["days_low"] <= tornado["days_high"]).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(replicas=st.integers(1, 24), more=st.integers(1, 24))
+def test_more_cards_never_slower_in_running_time_at_a_fixed_split_family(replicas, more):
+    workload = TrainingWorkload(
+        params=13e9,
+        tokens=1e12,
+        seq_len=4096,
+        global_batch_sequences=1536,
+        micro_batch=1,
+        shape=ModelShape(40, 5120, 40),
+        parallelism=FixedParallelism(tp=8, pp=4, cp=1, vp=2),
+    )
+    cards = (32 * replicas, 32 * (replicas + more))
+    plan = plan_capacity(workload, pd.DataFrame([{**H100_SXM, "cards": n} for n in cards]))
+    assert plan["feasible"].all(), plan["reason"].tolist()
+    assert plan.iloc[1]["running_days"] * plan.iloc[1]["effective_time"] < (
+        plan.iloc[0]["running_days"] * plan.iloc[0]["effective_time"]
+    )
