@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint format migrate
+.PHONY: install run test test-fast lint typecheck format migrate
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,14 +23,26 @@ run: migrate
 	$(BIN)/python manage.py ensure_login
 	$(BIN)/honcho --procfile platform/Procfile.dev --app-root . start
 
-lint: install
+lint: install typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+# The strict type-checking gate: the packages in pyproject.toml [tool.mypy] files.
+typecheck: install
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# Parallel: pytest-xdist workers, each with its own test database, broker folder and queue.
+# A module's tests stay on one worker (--dist loadfile), so its fixtures start once.
+TEST_WORKERS ?= 3
+
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+
+# The pure core alone (engine, usage parsers): no database, no Django, seconds.
+test-fast: install
+	$(BIN)/python -m pytest -p no:django -p no:cacheprovider -q tests/engine tests/accounting/parsing

@@ -2,7 +2,7 @@
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from access.roles import ADMIN, PLANNER, VIEWER, has_role
+from access.roles import PLANNER, VIEWER, has_role
 
 
 class RolePermission(BasePermission):
@@ -19,10 +19,3 @@ class RolePermission(BasePermission):
         if request.method in SAFE_METHODS:
             return has_role(request.user, getattr(view, "read_role", VIEWER))
         return has_role(request.user, getattr(view, "write_role", PLANNER))
-
-
-class IsFleetAdmin(BasePermission):
-    message = "Only administrators may do this."
-
-    def has_permission(self, request, view) -> bool:
-        return bool(request.user and has_role(request.user, ADMIN))

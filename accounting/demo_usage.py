@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting import services
-from accounting.models import ImportJob, ImportStatus, ServingLoad
+from accounting.models import ImportJob, ServingLoad
+from core.jobs.status import JobStatus
 from inventory.models import Cluster, Pool
 
 SACCT_HEADER = (
@@ -115,7 +116,7 @@ def load_demo_usage(end: dt.date) -> dict[str, int]:
         if cluster is None:
             continue
         done = ImportJob.objects.filter(
-            cluster=cluster, source_name=source_name(spec), status=ImportStatus.SUCCEEDED
+            cluster=cluster, source_name=source_name(spec), status=JobStatus.SUCCEEDED
         )
         if done.exists():
             created[spec.name] = 0

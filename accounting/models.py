@@ -14,7 +14,6 @@ from django.db import models
 
 from accounting.parsing import JOB_STATES, normalize_gres_type
 from core.jobs.models import DurableJob
-from core.jobs.status import JobStatus
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 from engine.limits import date_error, limit_errors
 from inventory.models import AcceleratorModel, Cluster, Pool
@@ -45,10 +44,6 @@ class ImportKind(models.TextChoices):
     SREPORT = "sreport", "Slurm sreport cluster utilization"
     CSV = "csv", "CSV with the documented header"
     XLSX = "xlsx", "Excel workbook with the documented header"
-
-
-# The statuses of every job (core.jobs); the old name stays for the code that uses it.
-ImportStatus = JobStatus
 
 
 class GresAlias(models.Model):

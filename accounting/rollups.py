@@ -35,8 +35,9 @@ from django.db.models import Max, Min, Q, Sum
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from accounting.models import ImportStatus, RollupRefresh, UsageDailyRollup, UsageRecord
+from accounting.models import RollupRefresh, UsageDailyRollup, UsageRecord
 from accounting.selectors import NO_ACCOUNT, USAGE_FRAME_COLUMNS, _frame, typed_usage_frame
+from core.jobs.status import JobStatus
 from engine.factors import mfu_from_throughput
 from engine.usage import allocated_by_bucket, bucket_edges
 from inventory.models import AcceleratorModel, Cluster
@@ -458,7 +459,7 @@ def rollup_status(cluster_ids: Sequence[int] | None = None) -> dict:
     from accounting.models import ImportJob, ImportKind
 
     rows = UsageDailyRollup.objects.all()
-    jobs = ImportJob.objects.filter(status=ImportStatus.SUCCEEDED).exclude(kind=ImportKind.SREPORT)
+    jobs = ImportJob.objects.filter(status=JobStatus.SUCCEEDED).exclude(kind=ImportKind.SREPORT)
     if cluster_ids is not None:
         rows = rows.filter(cluster_id__in=cluster_ids)
         jobs = jobs.filter(cluster_id__in=cluster_ids)

@@ -52,7 +52,7 @@ from accounting.imports.rows import (
     usage_rows,
 )
 from accounting.imports.writers import usage_writer
-from accounting.models import ImportJob, ImportKind, ImportStatus
+from accounting.models import ImportJob, ImportKind
 from accounting.parsing import (
     ParseProgress,
     SacctStats,
@@ -69,6 +69,7 @@ from accounting.signals import usage_imported
 from core.faults import injected_pause
 from core.jobs import lifecycle as jobs
 from core.jobs.dispatch import send_or_defer
+from core.jobs.status import JobStatus
 from core.uploads.archive import UnsafeArchive, check_xlsx_archive
 from inventory.models import Cluster
 
@@ -434,7 +435,7 @@ class ProgressRecorder:
                     progress.lines_read,
                     self.job_id,
                     uuid.UUID(self.run_id),
-                    ImportStatus.RUNNING,
+                    JobStatus.RUNNING,
                 ],
             )
 
@@ -479,7 +480,7 @@ def run_import_job(job_id: int, run_id: str) -> dict[str, Any]:
     job = current_run(job_id, run_id).select_related("cluster").first()
     if job is None:
         return {"skipped": "superseded or deleted"}
-    if job.status == ImportStatus.SUCCEEDED:
+    if job.status == JobStatus.SUCCEEDED:
         return {"skipped": "already finished"}
     if not mark_running(job_id, run_id):
         return {"skipped": "already finished"}

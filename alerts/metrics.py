@@ -18,7 +18,8 @@ from accounting.selectors.chargeback import chargeback_report
 from accounting.selectors.costs import cost_report
 from accounting.selectors.frames import AccountingScope
 from accounting.selectors.utilization import measured_utilization
-from alerts.models import ANALYSIS_METRICS, AlertRule, Metric, Scope
+from alerts.models import ANALYSIS_METRICS, AlertRule, Metric
+from core.scopes import Scope
 from engine.coverage import MIN_COVERED_SHARE
 from inventory.models import Cluster, Pool
 from planner.models import Analysis

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, validate_email
 from django.db import models
 
+from core.scopes import Scope
 from engine.limits import LIMITS
 from inventory.currency import validate_currency
 
@@ -38,14 +39,6 @@ ANALYSIS_METRICS = frozenset(
         Metric.EFFECTIVE_TIME,
     }
 )
-
-
-class Scope(models.TextChoices):
-    FLEET = "fleet", "Fleet"
-    SITE = "site", "Site"
-    CLUSTER = "cluster", "Cluster"
-    POOL = "pool", "Pool"
-    TEAM = "team", "Team"
 
 
 class Direction(models.TextChoices):

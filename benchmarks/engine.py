@@ -21,9 +21,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.aggregate import aggregate_scopes  # noqa: E402
-from engine.defaults import COOLING_TYPES, DEFAULTS, FABRICS, FACTOR_FLOOR  # noqa: E402
-from engine.evaluate import evaluate_pools  # noqa: E402
+from engine.aggregate import aggregate_scopes
+from engine.defaults import COOLING_TYPES, DEFAULTS, FABRICS, FACTOR_FLOOR
+from engine.evaluate import evaluate_pools
 
 # (accelerator, vendor, dense BF16 TFLOP/s, NVLink GB/s both directions, catalog MFU or NaN)
 CATALOG = [

@@ -23,10 +23,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script
 
-from engine.inference import InferenceWorkload, evaluate_inference  # noqa: E402
-from engine.inference.memory import AttentionShape  # noqa: E402
-from engine.inference.sizing import choose  # noqa: E402
-from inventory.catalog import catalog_rows  # noqa: E402
+from engine.inference import InferenceWorkload, evaluate_inference
+from engine.inference.memory import AttentionShape
+from engine.inference.sizing import choose
+from inventory.catalog import catalog_rows
 
 CONTEXTS = [1024 * k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)]
 LLAMA_70B = AttentionShape(layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128)

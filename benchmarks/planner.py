@@ -22,7 +22,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script
 
-from engine.capacity import (  # noqa: E402
+from engine.capacity import (
     TrainingWorkload,
     evaluate_splits,
     plan_capacity,

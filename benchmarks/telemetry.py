@@ -51,7 +51,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
         form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
         body = _range(form) if self.path.endswith("query_range") else _instant(form)

@@ -122,7 +122,7 @@ def _provenance_codes(column: pd.Series) -> np.ndarray:
         and tuple(column.cat.categories) == PROVENANCES
     ):
         return column.cat.codes.to_numpy()
-    return pd.Index(PROVENANCES).get_indexer(column.astype(str))
+    return pd.Index(PROVENANCES).get_indexer(pd.Index(column.astype(str)))
 
 
 def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = None) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = No
     segments = Segments(codes, len(keys))
     weight = results["peak_pflop_days"].to_numpy(dtype=float)
     total_weight = segments.sum(weight)
-    out: dict[str, np.ndarray] = {
+    out: dict[str, np.ndarray | pd.Categorical[str]] = {
         "pools": segments.counts,
         "cards": segments.sum(results["cards"].to_numpy(dtype=float)),
         "card_hours": segments.sum(results["card_hours"].to_numpy(dtype=float)),
@@ -165,13 +165,14 @@ def aggregate_factors(results: pd.DataFrame, by: str | Sequence[str] | None = No
         for position, kind in enumerate(PROVENANCES):
             out[f"{name}_share_{kind}"] = shares[:, position]
         out[f"{name}_provenance"] = pd.Categorical.from_codes(
-            np.argmax(shares, axis=1), categories=list(PROVENANCES)
+            np.argmax(shares, axis=1), categories=pd.Index(list(PROVENANCES))
         )
     out["product_of_aggregates"] = np.prod(np.column_stack(aggregated), axis=1)
-    out["aggregate_of_products"] = (
+    aggregate_of_products = (
         segments.sum(weight * results["product"].to_numpy(dtype=float)) / total_weight
     )
-    out["lost_share"] = 1.0 - out["aggregate_of_products"]
+    out["aggregate_of_products"] = aggregate_of_products
+    out["lost_share"] = 1.0 - aggregate_of_products
     for name in FACTOR_NAMES:
         lost_pflop_days = segments.sum(results[f"lost_{name}_pflop_days"].to_numpy(dtype=float))
         out[f"lost_share_{name}"] = lost_pflop_days / total_weight

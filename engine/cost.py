@@ -386,8 +386,8 @@ def chargeback(
     usage = team_usage[[*keys, team_column, "used_card_hours"]].astype(
         {"used_card_hours": "float64"}
     )
-    usage = usage.groupby([*keys, team_column], sort=False, dropna=False)["used_card_hours"].sum()
-    usage = usage.reset_index()
+    used = usage.groupby([*keys, team_column], sort=False, dropna=False)["used_card_hours"].sum()
+    usage = used.reset_index()
     _require(usage["used_card_hours"] >= 0, "used_card_hours must be >= 0", usage.index)
     usage = usage.merge(pools, on=keys, how="left", validate="many_to_one")
     _require(usage["total_cost"].notna(), "team usage in a pool without costs", usage.index)

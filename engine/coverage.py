@@ -140,7 +140,8 @@ def _service_bounds(
     )
     begin.index = inventory.index
     until.index = inventory.index
-    return begin.clip(lower=start), until.clip(upper=end)
+    # pandas-stubs type clip's bounds as numbers or arrays; a Timestamp bounds a datetime Series.
+    return begin.clip(lower=start), until.clip(upper=end)  # type: ignore[call-overload]
 
 
 def clip_inventory(inventory: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
@@ -163,10 +164,10 @@ def clip_inventory(inventory: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFra
         window_from.index = frame.index
         window_until.index = frame.index
     begin, until = _service_bounds(frame, window_from.min(), window_until.max())
-    begin = np.maximum(begin, window_from)
-    until = np.minimum(until, window_until)
-    frame["in_service_from"] = begin
-    frame["in_service_until"] = np.maximum(until, begin)
+    start_at = np.maximum(begin, window_from)
+    end_at = np.minimum(until, window_until)
+    frame["in_service_from"] = start_at
+    frame["in_service_until"] = np.maximum(end_at, start_at)
     return frame
 
 

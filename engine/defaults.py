@@ -679,6 +679,7 @@ def validate_value(key: str, value: object, scope: str = "pool") -> float | str:
             )
         return value
     try:
+        # Any object may come in; float() raising TypeError for the wrong kind is the check.
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise DefaultOutOfRangeError(
@@ -816,7 +817,7 @@ def resolve_choice_codes(frame: pd.DataFrame, key: str) -> tuple[np.ndarray, np.
     if key not in frame.columns:
         return np.full(len(frame), default_code, dtype=np.int64), np.ones(len(frame), dtype=bool)
     column = frame[key]
-    codes = pd.Index(entry.choices).get_indexer(column).astype(np.int64)
+    codes = pd.Index(entry.choices).get_indexer(pd.Index(column)).astype(np.int64)
     missing = column.isna().to_numpy()
     invalid = (codes < 0) & ~missing
     if invalid.any():

@@ -12,7 +12,8 @@ are in :data:`NODE_GROUP_COLUMNS`, :data:`POOL_COLUMNS`, :data:`SPEEDUP_COLUMNS`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ import pandas as pd
 from engine.defaults import COOLING_TYPES, FABRICS, FACTOR_FLOOR, PROVENANCES, STRATEGIES
 from engine.factors import FACTOR_NAMES, FactorResult
 from engine.heterogeneous import why_categorical
+from engine.records import PoolResultRow
 from engine.scaling import ScalingArrays
 from engine.steps.attribution import attribution_columns
 from engine.steps.bucket import Strategies, strategies
@@ -116,7 +118,7 @@ OUTPUT_COLUMNS: Mapping[str, str] = {
 }
 
 
-def _defaults_column(used: Sequence[tuple[str, np.ndarray]], n_rows: int) -> pd.Categorical:
+def _defaults_column(used: Sequence[tuple[str, np.ndarray]], n_rows: int) -> pd.Categorical[str]:
     """Comma-separated names of the defaults used per row, built from bit masks (no row loop)."""
     bits = np.zeros(n_rows, dtype=np.int64)
     for position, (_, mask) in enumerate(used):
@@ -126,7 +128,7 @@ def _defaults_column(used: Sequence[tuple[str, np.ndarray]], n_rows: int) -> pd.
         ", ".join(name for position, (name, _) in enumerate(used) if value >> position & 1)
         for value in unique_bits.tolist()
     ]
-    return pd.Categorical.from_codes(codes, categories=names)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(names))
 
 
 def evaluate_pools(
@@ -139,8 +141,10 @@ def evaluate_pools(
 
     Inputs are described in :data:`NODE_GROUP_COLUMNS` (one row per node group),
     :data:`POOL_COLUMNS` (one row per pool; NaN = not given) and :data:`SPEEDUP_COLUMNS`
-    (optional measured speed-up points). Returns a frame indexed by pool id with the
-    columns of :data:`OUTPUT_COLUMNS`, plus ``passthrough`` columns present in ``pools``.
+    (optional measured speed-up points); one row of each is typed as
+    :class:`~engine.records.NodeGroupRow` and :class:`~engine.records.PoolRow`. Returns a
+    frame indexed by pool id with the columns of :data:`OUTPUT_COLUMNS`, plus ``passthrough``
+    columns present in ``pools``: one :class:`~engine.records.PoolResultRow` per pool.
     Raises :class:`~engine.factors.EngineInputError` (a ``ValueError``) naming the
     column and pools for impossible inputs, and the defaults errors for bad overrides.
     """
@@ -289,7 +293,7 @@ class PoolEvaluation:
     recommended_strategy: str
     strategy: str
     why: str
-    row: dict[str, object] = field(default_factory=dict)  # the full output row
+    row: PoolResultRow  # the full output row
 
 
 _FACTOR_INPUTS: Mapping[str, tuple[str, ...]] = {
@@ -366,5 +370,5 @@ def evaluate_pool(
         recommended_strategy=str(row["recommended_strategy"]),
         strategy=str(row["strategy"]),
         why=str(row["strategy_why"]),
-        row=row,
+        row=cast(PoolResultRow, row),
     )

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from engine.defaults import (
@@ -80,7 +81,9 @@ class EngineInputError(ValueError):
     """An input value is impossible (e.g. PUE < 1, MFU > 1); the message names the column."""
 
 
-def require(valid: np.ndarray, message: str, labels: Sequence[object] | None = None) -> None:
+def require(
+    valid: np.ndarray, message: str, labels: Sequence[object] | pd.Index | None = None
+) -> None:
     """Raise :class:`EngineInputError` with up to five offending labels where ``valid`` is false."""
     bad = ~np.asarray(valid, dtype=bool)
     if bad.any():
@@ -94,7 +97,8 @@ def choice_lookup(codes: np.ndarray, per_choice: Sequence[np.ndarray | float]) -
     stacked = np.stack(
         [np.broadcast_to(np.asarray(v, dtype=float), codes.shape) for v in per_choice]
     )
-    return np.take_along_axis(stacked, codes[np.newaxis, :], axis=0)[0]
+    picked: np.ndarray = np.take_along_axis(stacked, codes[np.newaxis, :], axis=0)[0]
+    return picked
 
 
 # --- energy --------------------------------------------------------------------------------
@@ -190,7 +194,9 @@ def mfu_from_throughput(
         * np.asarray(model_params, dtype=float)
         * np.asarray(tokens_per_s, dtype=float)
     )
-    return achieved / (np.asarray(cards, dtype=float) * np.asarray(peak_tflops, dtype=float) * 1e12)
+    peak_flops = np.asarray(cards, dtype=float) * np.asarray(peak_tflops, dtype=float) * 1e12
+    mfu: np.ndarray = achieved / peak_flops
+    return mfu
 
 
 def vendor_codes(vendor: ArrayLike) -> np.ndarray:
@@ -211,9 +217,10 @@ def default_mfu_arrays(
     """Default per-card MFU: (catalog, else vendor fallback) × workload × cooling, capped at 1."""
     card = np.asarray(card_default_mfu, dtype=float)
     base = np.where(np.isnan(card), np.asarray(vendor_fallback_mfu, dtype=float), card)
-    return np.clip(
+    mfu: np.ndarray = np.clip(
         base * np.asarray(workload_factor) * np.asarray(cooling_performance), FACTOR_FLOOR, 1.0
     )
+    return mfu
 
 
 def group_mfu_arrays(
@@ -262,10 +269,9 @@ def mfu_factor(
 
     vendor_key = f"mfu_default_{VENDOR_KEYS[int(vendor_codes([vendor])[0])]}"
     k = setting("flops_per_param_token") if flops_per_param_token is None else flops_per_param_token
-    throughput_given = None not in (model_params, tokens_per_s, cards)
     derived = (
-        mfu_from_throughput(model_params, tokens_per_s, cards, peak_tflops, k)  # type: ignore[arg-type]
-        if throughput_given
+        mfu_from_throughput(model_params, tokens_per_s, cards, peak_tflops, k)
+        if model_params is not None and tokens_per_s is not None and cards is not None
         else np.nan
     )
     default = default_mfu_arrays(
@@ -279,13 +285,14 @@ def mfu_factor(
     code = int(basis)
     inputs: dict[str, float | str] = {"peak_tflops": peak_tflops, "vendor": vendor}
     used: tuple[str, ...] = ()
-    if code == 1:
+    if code == 1:  # derived from job throughput, so all three were given
+        assert model_params is not None and tokens_per_s is not None and cards is not None
         inputs |= {
             "model_params": float(model_params),
-            "tokens_per_s": float(tokens_per_s),  # type: ignore[arg-type]
+            "tokens_per_s": float(tokens_per_s),
             "cards": float(cards),
             "flops_per_param_token": float(k),
-        }  # type: ignore[arg-type]
+        }
     elif code == 3:
         inputs |= {"cooling": cooling, "workload_class": workload_class}
         keys = [f"workload_mfu_{workload_class}", f"cooling_performance_{cooling}"]
@@ -353,15 +360,16 @@ def utilization_factor(
     require(np.asarray(value) <= 1.0 + 1e-9, f"utilization must be <= 1, got {float(value):.4g}")
     code = int(basis)
     inputs: dict[str, float | str] = {}
-    if code == 1:
+    if code == 1:  # from usage records, so both card-hour totals were given
+        assert allocated_card_hours is not None and available_card_hours is not None
         inputs = {
             "allocated_card_hours": float(allocated_card_hours),
             "available_card_hours": float(available_card_hours),
-        }  # type: ignore[arg-type]
+        }
     used = ("utilization_planned",) if code == 3 and "utilization_planned" not in settings else ()
     return FactorResult(
         "utilization",
-        float(min(value, 1.0)),
+        min(float(value), 1.0),
         UTILIZATION_PROVENANCE[code],
         UTILIZATION_BASES[code],
         inputs,

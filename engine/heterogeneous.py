@@ -39,7 +39,6 @@ from engine.factors import vendor_codes
 from engine.segments import Segments, distinct_per_segment
 
 SYNC, STATIC, DYNAMIC, SPLIT = range(4)
-JOINT_STRATEGIES: tuple[int, ...] = (SYNC, STATIC, DYNAMIC)
 
 # Why-strings per (strategy, mix) with mix 0 = one card model, 1 = one vendor, 2 = several vendors.
 _MIX_NOTE = (
@@ -184,10 +183,10 @@ def recommend_strategy(
     return np.where(mix_class == 0, SYNC, np.argmax(near_best, axis=1))
 
 
-def why_categorical(strategy: np.ndarray, mix_class: np.ndarray) -> pd.Categorical:
+def why_categorical(strategy: np.ndarray, mix_class: np.ndarray) -> pd.Categorical[str]:
     """The human-readable reasons as a categorical column (one string per distinct case)."""
     return pd.Categorical.from_codes(
-        _WHY_CODES[strategy * 3 + mix_class], categories=list(_WHY_CATEGORIES)
+        _WHY_CODES[strategy * 3 + mix_class], categories=pd.Index(list(_WHY_CATEGORIES))
     )
 
 

@@ -114,15 +114,6 @@ WORKLOAD_LIMITS = {
     "max_batch_tokens": "global_batch_tokens",
 }
 SHAPE_LIMITS = {"layers": "layers", "hidden": "hidden_size", "heads": "attention_heads"}
-ESTIMATE_LIMITS = {
-    **{key: key for key in ("model_params", "tokens", "total_flops", "cards", "deadline_days")},
-    **{key: key for key in ("dp_degree", "seq_len", "global_batch_sequences", "pue")},
-    **{key: key for key in ("tariff_per_kwh", "grid_carbon_g_per_kwh", "price_per_card_hour")},
-    **{key: key for key in ("amortization_years", "achieved_tflops_per_card")},
-    "capital_cost_per_card": "money",
-    "yearly_opex_per_card": "money",
-    **dict.fromkeys(("mfu", "scaling", "effective_time", "utilization"), "share"),
-}
 
 # Dates a user enters or asks a report for.
 DATE_MIN = dt.date(2000, 1, 1)

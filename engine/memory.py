@@ -28,9 +28,6 @@ BYTES_PER_GB = 1e9
 WEIGHT_BYTES_PER_PARAM = 2  # bf16/fp16 working copy of the weights
 GRADIENT_BYTES_PER_PARAM = 2  # bf16/fp16 gradients
 OPTIMIZER_BYTES_PER_PARAM = 12  # K in ZeRO: fp32 master weights + Adam momentum + variance
-TRAINING_STATE_BYTES_PER_PARAM = (
-    WEIGHT_BYTES_PER_PARAM + GRADIENT_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM
-)
 
 # Share of a card's memory the model may use; the rest goes to the CUDA/ROCm context,
 # NCCL buffers, allocator fragmentation and temporary workspaces (typically 5-10%).
@@ -43,7 +40,6 @@ HEAD_DIM = 128
 # Large models round hidden to 1,024 (heads a multiple of 8) so TP up to 8 divides the heads.
 HIDDEN_QUANTUM_LARGE = 1024
 
-ZeroStage = Literal[0, 1, 2, 3]
 ActivationRecompute = Literal["none", "selective", "full"]
 ACTIVATION_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 
@@ -74,10 +70,13 @@ def min_cards_for_state(
     usable_share: ArrayLike = DEFAULT_USABLE_MEMORY_SHARE,
 ) -> NDArray[np.int64]:
     """Fewest cards that can hold the full training state (fully sharded), activations aside."""
-    usable_bytes = np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * usable_share
+    usable_bytes = (
+        np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * np.asarray(usable_share)
+    )
     state = training_state_bytes(params)
     # Tiny epsilon so that 2,800 GB / 80 GB stays 35, not 36 from float noise.
-    return np.ceil(state / usable_bytes - 1e-9).astype(np.int64)
+    cards: NDArray[np.int64] = np.ceil(state / usable_bytes - 1e-9).astype(np.int64)
+    return cards
 
 
 @dataclass(frozen=True)
@@ -210,4 +209,7 @@ def usable_card_bytes(
     card_memory_gb: ArrayLike, usable_share: ArrayLike = DEFAULT_USABLE_MEMORY_SHARE
 ) -> NDArray[np.float64]:
     """Bytes of a card the model may use (memory × share left after framework overhead)."""
-    return np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * np.asarray(usable_share)
+    usable: NDArray[np.float64] = (
+        np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * np.asarray(usable_share)
+    )
+    return usable

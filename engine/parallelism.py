@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from engine.limits import check_grid
 
@@ -65,7 +65,15 @@ class BatchRule:
         return max(self.sequences, self.max_sequences or 0)
 
 
-def _model_parallel_grid(n, per_node, *, layers, heads, seq_len, fixed: FixedParallelism):
+def _model_parallel_grid(
+    n: NDArray[np.int64],
+    per_node: NDArray[np.int64],
+    *,
+    layers: int,
+    heads: int,
+    seq_len: int,
+    fixed: FixedParallelism,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """Valid (entry, tp, pp, cp) cells of the dense grid, sized before allocation."""
     max_tp = int(per_node.max(initial=1))
     cps = (
@@ -137,7 +145,7 @@ def enumerate_splits(
         wanted = np.ceil(dp * mb * pp * rule.per_stage).astype(np.int64)
         batch = np.clip(wanted, rule.sequences, max(rule.max_sequences, rule.sequences))
     keep = dp * mb <= batch
-    frame = pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {"row": row, "tp": tp, "pp": pp, "vp": vp, "cp": cp, "dp": dp, "micro_batch": mb}
     )[keep]
     frame["global_batch"] = batch[keep]
@@ -152,7 +160,7 @@ def no_split_reason(
     layers: int,
     heads: int,
     global_batch: int,
-    micro_batch: int,
+    micro_batch: int | None,
     fixed: FixedParallelism | None = None,
 ) -> str:
     """Why `cards` admits no valid split (for the option's reason string)."""

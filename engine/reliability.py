@@ -32,12 +32,12 @@ from engine.defaults import (
 
 def mtbf_job_h(mtbf_card_hours: ArrayLike, cards: ArrayLike) -> np.ndarray:
     """Mean time between failures of a job on ``cards`` cards, in hours."""
-    return np.asarray(mtbf_card_hours, dtype=float) / np.asarray(cards, dtype=float)
+    return np.asarray(mtbf_card_hours, dtype=np.float64) / np.asarray(cards, dtype=np.float64)
 
 
 def mtbf_from_interruptions(interruptions: ArrayLike, period_h: ArrayLike) -> np.ndarray:
     """Observed MTBF (hours) of one job from its interruption count over a wall period."""
-    return np.asarray(period_h, dtype=float) / np.asarray(interruptions, dtype=float)
+    return np.asarray(period_h, dtype=np.float64) / np.asarray(interruptions, dtype=np.float64)
 
 
 # Fewer card-hours of jobs than this say too little about a pool's failure rate to replace
@@ -60,7 +60,8 @@ def mtbf_card_from_failures(failures: ArrayLike, exposure_card_hours: ArrayLike)
     With zero failures the estimate is the exposure itself (a lower bound), not infinity.
     """
     failures_arr = np.asarray(failures, dtype=float)
-    return np.asarray(exposure_card_hours, dtype=float) / np.maximum(failures_arr, 1.0)
+    mtbf: np.ndarray = np.asarray(exposure_card_hours, dtype=float) / np.maximum(failures_arr, 1.0)
+    return mtbf
 
 
 SITE_KINDS: tuple[str, ...] = ("unknown", "production", "research")
@@ -73,7 +74,10 @@ def restart_h_at(
     """Restart time of a job on ``cards`` cards: the base, plus the growth per doubling of
     the job above 1,024 cards (more nodes to replace, bigger communicators to set up)."""
     doublings = np.log2(np.maximum(np.asarray(cards, dtype=float) / RESTART_GROWTH_FROM_CARDS, 1))
-    return np.asarray(restart_h, dtype=float) + np.asarray(growth_h_per_doubling) * doublings
+    restart: np.ndarray = (
+        np.asarray(restart_h, dtype=float) + np.asarray(growth_h_per_doubling) * doublings
+    )
+    return restart
 
 
 def site_kind_defaults(site_kind: ArrayLike) -> dict[str, np.ndarray]:
@@ -151,9 +155,10 @@ def default_mtbf_card_hours(
 
 def young_interval_h(checkpoint_save_h: ArrayLike, mtbf_job_hours: ArrayLike) -> np.ndarray:
     """Young's first-order optimal checkpoint interval ``sqrt(2 δ M)`` in hours."""
-    return np.sqrt(
+    interval: np.ndarray = np.sqrt(
         2.0 * np.asarray(checkpoint_save_h, dtype=float) * np.asarray(mtbf_job_hours, dtype=float)
     )
+    return interval
 
 
 def daly_interval_h(checkpoint_save_h: ArrayLike, mtbf_job_hours: ArrayLike) -> np.ndarray:
@@ -189,9 +194,10 @@ def cooling_adjusted_mtbf_card_hours(
     mtbf_card_hours: ArrayLike, cooling: ArrayLike, overrides: dict[str, float] | None = None
 ) -> np.ndarray:
     """Table MTBF per card ÷ the cooling failure-rate factor (fewer failures → longer MTBF)."""
-    return np.asarray(mtbf_card_hours, dtype=float) / cooling_failure_rate_factor(
+    mtbf: np.ndarray = np.asarray(mtbf_card_hours, dtype=float) / cooling_failure_rate_factor(
         cooling, overrides
     )
+    return mtbf
 
 
 @dataclass(frozen=True)

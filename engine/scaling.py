@@ -48,26 +48,28 @@ def estimate_hidden_size(model_params: ArrayLike) -> np.ndarray:
 
     ``N ≈ 12·L·h²`` with ``L = h/128`` gives ``h = (128·N/12)^(1/3)`` (175B → ~12,300).
     """
-    return np.cbrt(HIDDEN_PER_LAYER * np.asarray(model_params, dtype=float) / 12.0)
+    hidden: np.ndarray = np.cbrt(HIDDEN_PER_LAYER * np.asarray(model_params, dtype=float) / 12.0)
+    return hidden
 
 
 def pipeline_bubble_fraction(pipeline_parallel: ArrayLike, microbatches: ArrayLike) -> np.ndarray:
     """Idle share of a 1F1B pipeline step: ``(p − 1) / (m + p − 1)``."""
     p = np.asarray(pipeline_parallel, dtype=float)
-    return (p - 1.0) / (np.asarray(microbatches, dtype=float) + p - 1.0)
+    bubble: np.ndarray = (p - 1.0) / (np.asarray(microbatches, dtype=float) + p - 1.0)
+    return bubble
 
 
 def ring_allreduce_s(
     bytes_per_member: ArrayLike, members: ArrayLike, bandwidth_bytes_s: ArrayLike
 ) -> np.ndarray:
     """Seconds for a ring all-reduce of ``bytes_per_member`` over ``members`` at a link rate."""
-    members_arr = np.asarray(members, dtype=float)
+    members_arr = np.asarray(members, dtype=np.float64)
     return (
         2.0
         * (members_arr - 1.0)
         / members_arr
-        * np.asarray(bytes_per_member, dtype=float)
-        / np.asarray(bandwidth_bytes_s, dtype=float)
+        * np.asarray(bytes_per_member, dtype=np.float64)
+        / np.asarray(bandwidth_bytes_s, dtype=np.float64)
     )
 
 

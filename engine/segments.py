@@ -54,10 +54,6 @@ class Segments:
     def bitwise_or(self, bits: ArrayLike) -> np.ndarray:
         return np.bitwise_or.reduceat(self._sorted(np.asarray(bits, dtype=np.int64)), self.starts)
 
-    def broadcast(self, per_segment: ArrayLike) -> np.ndarray:
-        """Spread one value per segment back onto its rows."""
-        return np.asarray(per_segment)[self.codes]
-
 
 def distinct_per_segment(codes: ArrayLike, labels: ArrayLike, n_segments: int) -> np.ndarray:
     """Number of distinct non-negative ``labels`` within each segment."""

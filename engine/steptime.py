@@ -32,6 +32,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from engine.defaults import DEFAULTS, FACTOR_FLOOR
 
+FloatArray = NDArray[np.float64]
+# (layers, hidden, seq_len) and (tp, pp, virtual stages, cp, dp, micro-batch sequences,
+# micro-batches per replica), each broadcast over the split rows.
+Shape = tuple[FloatArray, FloatArray, FloatArray]
+Split = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
 BF16_BYTES = 2.0
 BUCKET_PARAMS = 40e6
 BUCKET_PARAMS_PER_RANK = 1e6
@@ -49,7 +55,9 @@ def ring_s(
     """Seconds for a ring reduce-scatter or all-gather: (D−1)/D of the data, D−1 hops."""
     d = np.maximum(np.asarray(members, dtype=float), 1.0)
     data = np.asarray(bytes_per_member, dtype=float)
-    return (d - 1.0) / d * data / np.asarray(bytes_s) + (d - 1.0) * np.asarray(latency_s)
+    hops = d - 1.0
+    seconds: FloatArray = hops / d * data / np.asarray(bytes_s) + hops * np.asarray(latency_s)
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,9 @@ class Links:
     cards_per_node: ArrayLike
 
 
-def _tp_s(shape, split, links: Links, k, tp_overlap) -> NDArray[np.float64]:
+def _tp_s(
+    shape: Shape, split: Split, links: Links, k: FloatArray, tp_overlap: ArrayLike
+) -> FloatArray:
     """Sequence-parallel reduce-scatter + all-gather pairs of every layer on NVLink."""
     layers, hidden, s = shape
     t, p, _, c, _, b, m = split
@@ -87,7 +97,9 @@ def _tp_s(shape, split, links: Links, k, tp_overlap) -> NDArray[np.float64]:
     return m * np.ceil(layers / p) * collectives * per_collective * (1.0 - np.asarray(tp_overlap))
 
 
-def _cp_s(shape, split, links: Links, attention_s, kv_hidden) -> NDArray[np.float64]:
+def _cp_s(
+    shape: Shape, split: Split, links: Links, attention_s: FloatArray, kv_hidden: FloatArray
+) -> FloatArray:
     """Ring attention: K and V chunks go round the c ranks (backward sends them and their
     gradients again); the exchange hides behind the attention compute it feeds."""
     layers, _, s = shape
@@ -96,10 +108,11 @@ def _cp_s(shape, split, links: Links, attention_s, kv_hidden) -> NDArray[np.floa
     bw = np.where(t * c > node, links.fabric_bytes_s, links.nvlink_bytes_s)
     chunk = 2.0 * BF16_BYTES * b * s / c * kv_hidden / t  # K and V of the local chunk
     exchange = m * np.ceil(layers / p) * 3.0 * (c - 1.0) * chunk / bw
-    return np.maximum(exchange - attention_s, 0.0)
+    exposed: FloatArray = np.maximum(exchange - attention_s, 0.0)
+    return exposed
 
 
-def _pp_s(shape, split, links: Links) -> NDArray[np.float64]:
+def _pp_s(shape: Shape, split: Split, links: Links) -> FloatArray:
     """Pipeline fill and drain: 2·(p·v − 1) activation transfers on the critical path."""
     _, hidden, s = shape
     t, p, v, c, _, b, _ = split
@@ -109,7 +122,14 @@ def _pp_s(shape, split, links: Links) -> NDArray[np.float64]:
     return np.where(p > 1, 2.0 * (p * v - 1.0) * transfer, 0.0)
 
 
-def _dp_s(params, split, links: Links, zero_stage, windows, overlap):
+def _dp_s(
+    params: FloatArray,
+    split: Split,
+    links: Links,
+    zero_stage: ArrayLike,
+    windows: tuple[FloatArray, FloatArray],
+    overlap: ArrayLike,
+) -> FloatArray:
     """Gradient reduce-scatter in buckets behind the last backward, parameter all-gather
     behind the next first forward; one bucket (a layer's share) always stays exposed."""
     t, p, _, c, d, _, _ = split
@@ -121,14 +141,17 @@ def _dp_s(params, split, links: Links, zero_stage, windows, overlap):
     half = ring_s(grads, members, bw, links.fabric_latency_s)  # one reduce-scatter or all-gather
     # Megatron-LM's DDP bucket: max(40M, 1M × DP size) parameters; the last one stays exposed.
     bucket_params = np.maximum(BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK * members)
-    bucket = half * np.minimum(bucket_params * t * p / np.asarray(params, dtype=float), 1.0)
+    bucket = half * np.minimum(bucket_params * t * p / params, 1.0)
     o = np.asarray(overlap, dtype=float)
     zero = np.asarray(zero_stage, dtype=float)
     reduce = np.where(zero >= 1, half, 2.0 * half)  # ZeRO 0: a full all-reduce in backward
     exposed = np.maximum(reduce - o * backward_s, bucket)
     gather = np.where(zero >= 1, np.maximum(half - o * forward_s, bucket), 0.0)
     fsdp = np.where(zero >= 3, 2.0 * half, 0.0)  # ZeRO 3 gathers weights again in backward
-    return np.where(members > 1, exposed + gather + np.maximum(fsdp - o * backward_s, 0.0), 0.0)
+    exposed_s: FloatArray = np.where(
+        members > 1, exposed + gather + np.maximum(fsdp - o * backward_s, 0.0), 0.0
+    )
+    return exposed_s
 
 
 def step_time_arrays(
@@ -146,11 +169,13 @@ def step_time_arrays(
 ) -> StepTime:
     """Step time of every split row. `shape` is (layers, hidden, seq_len); `split` is
     (tp, pp, virtual stages, cp, dp, micro-batch sequences, micro-batches per replica)."""
-    layers, hidden, s = (np.asarray(x, dtype=float) for x in shape)
-    split = tuple(np.asarray(x, dtype=float) for x in split)
-    t, p, v, c, _, b, m = split
-    k = np.asarray(flops_per_param_token, dtype=float)
-    useful = k * np.asarray(params, dtype=float) * m * b * s / (t * p * c * per_card_flops)
+    layers, hidden, s = (np.asarray(x, dtype=np.float64) for x in shape)
+    t, p, v, c, d, b, m = (np.asarray(x, dtype=np.float64) for x in split)
+    arrays: Split = (t, p, v, c, d, b, m)
+    k = np.asarray(flops_per_param_token, dtype=np.float64)
+    n_params = np.asarray(params, dtype=np.float64)
+    flops = np.asarray(per_card_flops, dtype=np.float64)
+    useful = k * n_params * m * b * s / (t * p * c * flops)
     # The attention core (Q·Kᵀ and A·V over the full s × s square, as the published FLOP counts
     # take it) runs slower than the matmuls MFU describes.
     attention_share = s / (6.0 * hidden) / _default("attention_kernel_efficiency")
@@ -158,18 +183,18 @@ def step_time_arrays(
     compute = useful * (1.0 + attention_share + kernels_share)
     attention = useful * attention_share
     bubble = compute * (p - 1.0) / (v * m)
-    tp = _tp_s((layers, hidden, s), split, links, k, tp_overlap)
-    kv = hidden if kv_hidden is None else np.asarray(kv_hidden, dtype=float)
-    cp = _cp_s((layers, hidden, s), split, links, attention, kv)
-    pp = _pp_s((layers, hidden, s), split, links)
+    tp = _tp_s((layers, hidden, s), arrays, links, k, tp_overlap)
+    kv = hidden if kv_hidden is None else np.asarray(kv_hidden, dtype=np.float64)
+    cp = _cp_s((layers, hidden, s), arrays, links, attention, kv)
+    pp = _pp_s((layers, hidden, s), arrays, links)
     # Gradients reduce behind the last backward and the pipeline's drain; weights gather behind
     # the next first forward and the fill (each virtual chunk starts as soon as it is done).
     per_micro = compute / m
     windows = (per_micro * (k - 2.0) / k + bubble / 2.0, per_micro * 2.0 / k + bubble / 2.0)
     overlap = _default("dp_overlap_share") if dp_overlap is None else dp_overlap
-    dp = _dp_s(params, split, links, zero_stage, windows, overlap)
+    dp = _dp_s(n_params, arrays, links, zero_stage, windows, overlap)
     node = np.asarray(links.cards_per_node, dtype=float)
-    fabric = pp * (t * c >= node) + cp * (t * c > node) + dp * (t * c * split[4] > node)
+    fabric = pp * (t * c >= node) + cp * (t * c > node) + dp * (t * c * d > node)
     step = compute + bubble + tp + cp + pp + dp
     return StepTime(
         scaling=np.clip(useful / step, FACTOR_FLOOR, 1.0),

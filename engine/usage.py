@@ -51,7 +51,6 @@ Frequency = Literal["day", "week", "month", "total"]
 MICROSECONDS_PER_HOUR = 3_600_000_000
 # Lost-work weight per end state: the whole job's card-hours (no checkpoint data in sacct).
 DEFAULT_LOST_STATE_WEIGHTS: dict[str, float] = {"failed": 1.0, "node_fail": 1.0, "preempted": 1.0}
-BUCKET_COLUMNS: tuple[str, str] = ("bucket_start", "bucket_end")
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,9 @@ class IntervalSplit:
     hours: np.ndarray
 
 
-def _utc_micros(values: pd.Series | pd.DatetimeIndex | Sequence[object]) -> np.ndarray:
+def _utc_micros(
+    values: pd.Series | pd.DatetimeIndex | np.ndarray | Sequence[object],
+) -> np.ndarray:
     """Datetimes (tz-aware, or naive meaning UTC) -> int64 microseconds; NaT -> min int64."""
     series = pd.Series(pd.to_datetime(pd.Series(values), utc=True))
     return series.dt.tz_convert(None).to_numpy().astype("datetime64[us]").astype(np.int64)

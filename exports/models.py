@@ -13,7 +13,6 @@ from django.db import models
 from django.utils import timezone
 
 from core.jobs.models import DurableJob
-from core.jobs.status import JobStatus
 
 
 class ExportFormat(models.TextChoices):
@@ -77,10 +76,6 @@ class ExportTokenUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.token_id} at {self.used_at:%Y-%m-%d %H:%M}: {self.status_code}"
-
-
-# The statuses of every job (core.jobs); the old name stays for the code that uses it.
-ExportJobStatus = JobStatus
 
 
 class ExportJob(DurableJob):

@@ -247,7 +247,7 @@ def build_xlsx(job_id: int, run_id: str | None = None) -> ExportJob:
         return job
     try:
         content = _xlsx_bytes(job)
-    except Exception as exc:  # noqa: BLE001 - the job records why and the worker moves on
+    except Exception as exc:  # the job records why and the worker moves on
         logger.exception("export job %s failed", job.pk)
         jobs.fail(ExportJob, job.pk, run_id, str(exc))
         job.refresh_from_db()

@@ -11,6 +11,7 @@ Data functions read precomputed results (analyses, accounting selectors), never 
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 from django.core.exceptions import BadRequest
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_safe
@@ -156,6 +157,20 @@ def styled(figure: Figure, title: str, x_title: str = "", y_title: str = "") -> 
     for axis in figure.select_yaxes() if y_title else ():
         axis.title.text = y_title
     return figure
+
+
+def chart_request(request: HttpRequest, **params: Any) -> HttpRequest:
+    """The request as a chart sees it: only the parameters that select the chart's data.
+
+    Download links repeat this query string, so the file always matches the chart shown.
+    """
+    clone = copy.copy(request)
+    query = QueryDict(mutable=True)
+    for key, value in params.items():
+        if value not in (None, ""):
+            query[key] = str(value)
+    clone.GET = query
+    return clone
 
 
 def download_urls(key: str, request: HttpRequest | None) -> dict[str, str]:

@@ -7,9 +7,10 @@ import datetime as dt
 from django import forms
 
 from core.bounds import WithinDates
+from core.scopes import Scope
 from inventory.models import Cluster, Pool, Site
 from planner import services
-from planner.models import Analysis, Scope
+from planner.models import Analysis
 
 
 def _object_choices() -> list:

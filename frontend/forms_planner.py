@@ -222,16 +222,6 @@ class PlanForm(forms.Form):
         "zero_stage",
     )
     PARALLELISM_FIELDS = ("parallelism", "tp_degree", "pp_degree", "dp_degree")
-    OPTION_FIELDS = (
-        "accelerators",
-        "size_mode",
-        "cards",
-        "deadline_days",
-        "sites",
-        "pools",
-        "history_days",
-        "cost_basis",
-    )
     LEVER_FIELDS = ("liquid_cooling_cost", "colocation_cost")
 
     def __init__(self, *args, **kwargs):

@@ -13,9 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
 from inventory.forms import FIELD_LABELS
-from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.models import Cluster, Pool
 
-TRACKED_MODELS = (Site, AcceleratorModel, Cluster, Pool, NodeGroup)
 # Set by save(): shown in the history, not something a user reverts.
 UNDIFFED_FIELDS = ("created", "updated", "version")
 TYPE_LABELS = {"+": "Created", "~": "Changed", "-": "Deleted"}

@@ -104,15 +104,6 @@ def pool_totals(pool: Pool) -> Totals:
     return totals_of(pool.node_groups.all())
 
 
-def cluster_totals(cluster: Cluster) -> Totals:
-    groups = node_groups_queryset().filter(pool__cluster=cluster)
-    return totals_of(groups)
-
-
-def site_totals(site: Site) -> Totals:
-    return totals_of(node_groups_queryset().filter(pool__cluster__site=site))
-
-
 def fleet_totals() -> Totals:
     return totals_of(node_groups_queryset())
 

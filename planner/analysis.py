@@ -13,6 +13,7 @@ import pandas as pd
 from accounting.coverage import COVERAGE_COLUMNS, scope_coverage_summary
 from accounting.selectors import apply_measured_usage
 from core.frames import json_rows, json_value
+from core.scopes import Scope
 from engine.aggregate import aggregate_factors
 from engine.defaults import DEFAULTS
 from engine.evaluate import evaluate_pools
@@ -21,7 +22,7 @@ from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced
 from inventory.validity import invalid_clusters
 from planner.measured_sources import TELEMETRY_COLUMNS, apply_telemetry
 from planner.meters import flag_meters_outside_period
-from planner.models import Analysis, Scope
+from planner.models import Analysis
 from planner.money import money_by_currency, without_mixed_money
 from planner.serving_factors import (
     SERVING_COLUMNS,

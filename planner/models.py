@@ -11,22 +11,15 @@ from django.conf import settings
 from django.db import models
 
 from core.jobs.models import DurableJob
-from core.jobs.status import JobStatus
+from core.scopes import Scope, scope_choices
 
-
-class Scope(models.TextChoices):
-    POOL = "pool", "Pool"
-    CLUSTER = "cluster", "Cluster"
-    SITE = "site", "Site"
-    FLEET = "fleet", "Fleet"
-
-
-# The statuses of every job (core.jobs); the old name stays for the pages that use it.
-AnalysisStatus = JobStatus
+# The scopes an analysis covers (no team: an analysis is of inventory), in the stored order.
+ANALYSIS_SCOPES = scope_choices(Scope.POOL, Scope.CLUSTER, Scope.SITE, Scope.FLEET)
+ANALYSIS_SCOPE_VALUES = tuple(value for value, _ in ANALYSIS_SCOPES)
 
 
 class Analysis(DurableJob):
-    scope = models.CharField(max_length=10, choices=Scope.choices)
+    scope = models.CharField(max_length=10, choices=ANALYSIS_SCOPES)
     object_id = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Id of the pool, cluster or site; empty for the fleet."
     )

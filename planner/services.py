@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from core.jobs import lifecycle as jobs
 from core.jobs.dispatch import send_or_defer
+from core.scopes import Scope
 from inventory.models import Cluster, Pool, Site
 from planner.events import analysis_succeeded
-from planner.models import Analysis, AnalysisPart, Scope
+from planner.models import ANALYSIS_SCOPE_VALUES, Analysis, AnalysisPart
 
 DEFAULT_PERIOD = dt.timedelta(days=30)
 
@@ -59,8 +60,8 @@ def clusters_in_scope(scope: str, object_id: int | None) -> list[int]:
 
 def _validate(scope: str, object_id: int | None, start: dt.datetime, end: dt.datetime) -> None:
     errors: dict[str, str] = {}
-    if scope not in Scope.values:
-        errors["scope"] = f"Must be one of {', '.join(Scope.values)}."
+    if scope not in ANALYSIS_SCOPE_VALUES:
+        errors["scope"] = f"Must be one of {', '.join(ANALYSIS_SCOPE_VALUES)}."
     elif scope == Scope.FLEET:
         if object_id is not None:
             errors["object_id"] = "Leave empty (null) for the fleet scope."

@@ -9,7 +9,7 @@ from gunicorn.glogging import Logger
 
 # This file is run by path, not imported: make the project importable for its log redaction.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from core.logredact import REDACTED, SECRET_HEADERS, redact  # noqa: E402
+from core.logredact import REDACTED, SECRET_HEADERS, redact
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))

@@ -14,7 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: workers and CI are headless
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 CURRENT = "#0b5cad"
 PREVIOUS = "#9fb3c8"

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from accounting import selectors as accounting
+from core.scopes import Scope
 from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from engine.factors import FACTOR_NAMES
 from reports import conversion, periods
 from reports import selectors as report_selectors
-from reports.models import ReportSchedule, ReportScope, ReportTemplate
+from reports.models import ReportSchedule, ReportTemplate
 from reports.trends import change
 
 NO_DATA = "—"  # how a figure without data reads (never 0, never "n/a USD")
@@ -120,11 +121,11 @@ def money(value: float | None, currency: str | None) -> str:
 
 def _scope_filters(schedule: ReportSchedule, period: periods.Period) -> dict[str, Any]:
     """Cluster ids and team of the schedule's scope (site → its clusters; team → where it ran)."""
-    if schedule.scope == ReportScope.CLUSTER:
+    if schedule.scope == Scope.CLUSTER:
         return {"cluster_ids": (schedule.cluster_id,), "team": None}
-    if schedule.scope == ReportScope.SITE:
+    if schedule.scope == Scope.SITE:
         return {"cluster_ids": report_selectors.site_cluster_ids(schedule.site_id), "team": None}
-    if schedule.scope == ReportScope.TEAM:
+    if schedule.scope == Scope.TEAM:
         ids = report_selectors.team_cluster_ids(schedule.team, period.start, period.end)
         return {"cluster_ids": ids, "team": schedule.team}
     return {"cluster_ids": None, "team": None}
@@ -540,7 +541,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
             "The scope mixes " + " and ".join(current["currencies"]) + ": money is shown per "
             "currency in the cost tables and left out of the headline."
         )
-    if schedule.scope == ReportScope.TEAM:
+    if schedule.scope == Scope.TEAM:
         warnings.append(
             f"Team scope: utilization and card-hours are team {schedule.team}'s own; factors, "
             "cost and idle figures are those of the clusters it ran on."

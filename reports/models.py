@@ -14,16 +14,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import models
 
+from core.scopes import Scope, scope_choices
 from inventory.currency import validate_currency
 from inventory.models import Cluster, Site
 from reports import periods
 
-
-class ReportScope(models.TextChoices):
-    FLEET = "fleet", "Fleet"
-    SITE = "site", "Site"
-    CLUSTER = "cluster", "Cluster"
-    TEAM = "team", "Team"
+# The scopes a report covers (no single pool), in the stored order.
+REPORT_SCOPES = scope_choices(Scope.FLEET, Scope.SITE, Scope.CLUSTER, Scope.TEAM)
 
 
 class ReportTemplate(models.TextChoices):
@@ -86,7 +83,7 @@ def validate_timezone(value: str) -> None:
 
 class ReportSchedule(models.Model):
     name = models.CharField(max_length=200, unique=True)
-    scope = models.CharField(max_length=10, choices=ReportScope.choices, default=ReportScope.FLEET)
+    scope = models.CharField(max_length=10, choices=REPORT_SCOPES, default=Scope.FLEET)
     site = models.ForeignKey(
         Site, null=True, blank=True, on_delete=models.PROTECT, related_name="report_schedules"
     )
@@ -199,11 +196,11 @@ class ReportSchedule(models.Model):
 
     @property
     def scope_label(self) -> str:
-        if self.scope == ReportScope.SITE:
+        if self.scope == Scope.SITE:
             return f"Site {self.site}"
-        if self.scope == ReportScope.CLUSTER:
+        if self.scope == Scope.CLUSTER:
             return f"Cluster {self.cluster}"
-        if self.scope == ReportScope.TEAM:
+        if self.scope == Scope.TEAM:
             return f"Team {self.team}"
         return "Fleet"
 

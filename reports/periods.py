@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -137,7 +138,8 @@ def _field_values(text: str, index: int) -> list[int]:
     probe = ["*"] * 5
     probe[index] = text
     try:
-        values = croniter(" ".join(probe)).expanded[index]
+        # The stubs say strings; croniter gives ints, or "*" and "L" as strings.
+        values: Sequence[object] = croniter(" ".join(probe)).expanded[index]
     except CroniterNotAlphaError as exc:
         raise not_a_number from exc
     except CroniterBadCronError as exc:
@@ -150,9 +152,10 @@ def _field_values(text: str, index: int) -> list[int]:
         ) from exc
     if values == ["*"]:
         return list(range(low, high + 1))
-    if not all(isinstance(value, int) for value in values):  # croniter's "L"
+    numbers = [value for value in values if isinstance(value, int)]
+    if len(numbers) != len(values):  # croniter's "L"
         raise not_a_number
-    return values
+    return numbers
 
 
 def _check_ranges(text: str, index: int) -> None:
@@ -198,7 +201,8 @@ def _cron_fire(
     start = local + dt.timedelta(days=1 if backwards else -1)  # a gap may shift into that day
     walls = croniter(cron.text, start, max_years_between_matches=CRON_SEARCH_YEARS)
     step = walls.get_prev if backwards else walls.get_next
-    day, found = None, []
+    day: dt.date | None = None
+    found: list[dt.datetime] = []
     try:
         while True:
             wall = step(dt.datetime)

@@ -15,13 +15,9 @@ from django.conf import settings
 from django.db import models
 
 from core.jobs.models import DurableJob
-from core.jobs.status import JobStatus
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
 from telemetry.promql import validate_label_selector, validate_prometheus_url
 from telemetry.secrets import decrypt_token, encrypt_token
-
-# The statuses of every durable job (core.jobs).
-FetchStatus = JobStatus
 
 
 class FetchKind(models.TextChoices):

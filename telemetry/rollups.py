@@ -16,7 +16,6 @@ import pandas as pd
 from telemetry import promql
 
 GPU_KEY = [promql.HOST_LABEL, promql.GPU_LABEL]
-HOST_VALUES = ("engine", "tensor", "idle", "power_w")
 _KEY_SHIFT = np.int64(2**33)  # epoch seconds stay below 2^33 until the year 2242
 
 

@@ -22,7 +22,6 @@ from telemetry.rollups import JOB_FIGURES
 PROVENANCE = "telemetry"
 GPU_GROUPS = ("pool", "accelerator", "node_group", "day", "hostname")
 MEANS = ("tensor_active", "gr_engine_active", "sm_active", "dram_active", "gpu_util", "power_w")
-NO_TELEMETRY = "no DCGM samples for this scope and period"
 
 
 def _gpu_frame(cluster_ids, start: dt.date, end: dt.date) -> pd.DataFrame:

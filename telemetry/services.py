@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.models import UsageRecord
+from engine.limits import LIMITS
 from inventory.models import Cluster
 from planner.services import mark_stale
 from telemetry import jobs, promql, rollups
@@ -26,7 +27,6 @@ from telemetry.hostlist import HostlistError, expand_hostlist
 from telemetry.models import FetchKind, GpuDay, HostPattern, JobDay, TelemetryFetch
 from telemetry.prometheus import PrometheusClient, PrometheusError
 
-MAX_FETCH_DAYS = 92  # one fetch covers at most a quarter (bounded work per job)
 GPU_DAY_COLUMNS = (
     "tensor_active", "gr_engine_active", "sm_active", "dram_active", "gpu_util", "power_w",
     "sm_clock_mhz", "energy_kwh", "idle_h", "covered_h",
@@ -35,6 +35,22 @@ GPU_DAY_COLUMNS = (
 
 def period_days(start: dt.date, end: dt.date) -> list[dt.date]:
     return [start + dt.timedelta(days=n) for n in range((end - start).days + 1)]
+
+
+class FetchPeriodError(ValueError):
+    """A fetch period that is empty or longer than one fetch may cover."""
+
+
+def check_fetch_period(start: dt.date, end: dt.date) -> None:
+    days = (end - start).days + 1
+    limit = LIMITS["telemetry_days"]
+    if days < 1:
+        raise FetchPeriodError(f"The end ({end.isoformat()}) is before the start.")
+    if not limit.contains(days):
+        raise FetchPeriodError(
+            f"{start.isoformat()} to {end.isoformat()} is {days} days; a fetch covers "
+            f"{limit.low:g} to {limit.high:g} days ({limit.why}): fetch a longer period in parts."
+        )
 
 
 def queue_fetch(
@@ -46,7 +62,12 @@ def queue_fetch(
     upload=None,
     user=None,
 ) -> TelemetryFetch:
-    """A queued fetch of these local days (inclusive); its task runs after commit."""
+    """A queued fetch of these local days (inclusive); its task runs after commit.
+
+    Raises FetchPeriodError beyond ``LIMITS["telemetry_days"]`` (a quarter: bounded work per
+    job), whoever asks: the API refuses the same period as a 400 before it gets here.
+    """
+    check_fetch_period(start, end)
     fetch = TelemetryFetch(cluster=cluster, kind=kind, period_start=start, period_end=end)
     fetch.created_by = user if user is not None and user.is_authenticated else None
     if upload is not None:

@@ -13,18 +13,20 @@ import io
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Literal
 
 import numpy as np
 import pandas as pd
 
-from accounting.parsing.bounded import BoundedStream, current_limits, cut_block
+from accounting.parsing.bounded import BoundedStream, Readable, current_limits, cut_block
 
 NEWLINE = 10
 CARRIAGE_RETURN = 13
 DEFAULT_READ_SIZE = 4 * 2**20
 
 UsageSource = str | os.PathLike[str] | IO[bytes] | IO[str]
+# csv.QUOTE_MINIMAL, QUOTE_ALL, QUOTE_NONNUMERIC or QUOTE_NONE.
+CsvQuoting = Literal[0, 1, 2, 3]
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class RecordBlock:
         lone_cr = (lengths == 1) & (
             self.data[np.minimum(self.record_starts, len(self.data) - 1)] == CARRIAGE_RETURN
         )
-        return (lengths == 0) | lone_cr
+        blank: np.ndarray = (lengths == 0) | lone_cr
+        return blank
 
     def record_text(self, index: int) -> str:
         """Decoded text of one record (for headers and banners; not for bulk data)."""
@@ -76,11 +79,12 @@ class RecordBlock:
         if keep.all():
             return self.data.tobytes()
         byte_keep = np.repeat(keep, self.record_ends - self.record_starts + 1)
-        return self.data[: len(byte_keep)][byte_keep].tobytes()
+        kept: bytes = self.data[: len(byte_keep)][byte_keep].tobytes()
+        return kept
 
 
 @contextlib.contextmanager
-def open_source(source: UsageSource) -> Iterator[tuple[IO[Any], int | None]]:
+def open_source(source: UsageSource) -> Iterator[tuple[BoundedStream, int | None]]:
     """Yield a readable stream and its size in bytes when known; close only what we opened.
 
     The stream enforces the reader limits (:mod:`accounting.parsing.bounded`) as it is read.
@@ -99,7 +103,7 @@ def open_source(source: UsageSource) -> Iterator[tuple[IO[Any], int | None]]:
 
 
 def iter_record_blocks(
-    stream: IO[Any],
+    stream: Readable,
     *,
     delimiter: str,
     quotechar: str | None,
@@ -200,7 +204,7 @@ def read_block_frame(
     names: Sequence[str],
     *,
     delimiter: str,
-    quoting: int = csv.QUOTE_NONE,
+    quoting: CsvQuoting = csv.QUOTE_NONE,
 ) -> pd.DataFrame:
     """Parse pre-validated records (right field count) into all-string columns."""
     if not payload:

@@ -13,7 +13,7 @@ before each import, so the pure parsers keep their signatures.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -60,6 +60,12 @@ class ReaderLimitExceeded(UsageValidationError):
         super().__init__([LineIssue(line, "*", reason)])
 
 
+class Readable(Protocol):
+    """What the readers need of a stream: ``read(size)``, bytes (or text, which they encode)."""
+
+    def read(self, size: int = -1, /) -> bytes | str: ...
+
+
 def size_text(size_bytes: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size_bytes >= scale:
@@ -84,7 +90,9 @@ class BoundedStream:
         return self.raw.seek(offset, whence)
 
     def read(self, size: int = -1) -> bytes:
-        piece = self.raw.read(size if size is not None and size >= 0 else DEFAULT_READ_BYTES)
+        piece: bytes | str = self.raw.read(
+            size if size is not None and size >= 0 else DEFAULT_READ_BYTES
+        )
         if isinstance(piece, str):
             piece = piece.encode("utf-8")
         if self.bytes_read == 0 and piece:

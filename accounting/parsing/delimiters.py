@@ -8,7 +8,8 @@ to :data:`UNIT_SEPARATOR` (a control byte no sacct field holds), so parsing stay
 from __future__ import annotations
 
 import re
-from typing import IO, Any
+
+from accounting.parsing.bounded import Readable
 
 UNIT_SEPARATOR = "\x1f"
 DEFAULT_DELIMITER = "|"
@@ -130,7 +131,7 @@ def first_line(head: bytes) -> str:
 class ReplayStream:
     """``head`` then the rest of ``stream``; a delimiter string is rewritten to one byte."""
 
-    def __init__(self, head: bytes, stream: IO[Any], delimiter: str) -> None:
+    def __init__(self, head: bytes, stream: Readable, delimiter: str) -> None:
         self.stream = stream
         encoded = delimiter.encode("utf-8")
         self.pattern = encoded if len(encoded) > 1 else None
@@ -159,7 +160,7 @@ class ReplayStream:
         return piece or b""
 
 
-def prepare_stream(stream: IO[Any], delimiter: str | None) -> tuple[ReplayStream, str, str]:
+def prepare_stream(stream: Readable, delimiter: str | None) -> tuple[ReplayStream, str, str]:
     """Peek at the head, settle the delimiter; returns (stream, delimiter, delimiter in stream).
 
     The delimiter is the one given, else the header line's, else ``|``.

@@ -84,8 +84,8 @@ def parse_elapsed_hours(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.nda
     Parsed once per distinct value (steps repeat their job's Elapsed). Returns (hours float64
     with NaN where missing/bad, missing mask, bad mask).
     """
-    codes, uniques = pd.factorize(text, use_na_sentinel=False)
-    uniques = uniques.to_numpy(dtype=object)
+    codes, unique_index = pd.factorize(text, use_na_sentinel=False)
+    uniques = unique_index.to_numpy(dtype=object)
     unique_hours = np.array([_elapsed_hours_of(value) for value in uniques], dtype="float64")
     unique_missing = np.array(
         [str(value).strip() in ("", "Unknown", "None") for value in uniques], dtype=bool
@@ -137,7 +137,7 @@ def blank_to_na(text: pd.Series, *, strip: bool = True) -> pd.Series:
 
 def map_distinct(values: pd.Series, function: Callable[[Any], Hashable]) -> np.ndarray:
     """Apply a Python function once per distinct value (factorize), not once per row."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    uniques = np.asarray(uniques, dtype=object)
+    codes, unique_index = pd.factorize(values, use_na_sentinel=False)
+    uniques = np.asarray(unique_index, dtype=object)
     mapped = np.array([function(value) for value in uniques], dtype=object)
     return mapped[codes] if len(mapped) else np.array([], dtype=object)

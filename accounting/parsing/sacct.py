@@ -210,9 +210,9 @@ def iter_sacct_chunks(
         raise issues.error()
 
 
-def read_sacct(source: UsageSource, **options: object) -> pd.DataFrame:
+def read_sacct(source: UsageSource, **options: Any) -> pd.DataFrame:
     """Whole-file convenience for small inputs and tests: concatenated chunks."""
-    chunks = list(iter_sacct_chunks(source, **options))  # type: ignore[arg-type]
+    chunks = list(iter_sacct_chunks(source, **options))
     return pd.concat(chunks, ignore_index=True) if chunks else empty_usage_frame()
 
 

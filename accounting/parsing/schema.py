@@ -35,7 +35,12 @@ Columns (dtype):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
+
+if TYPE_CHECKING:  # pandas-stubs' name for the dtypes astype accepts
+    from pandas._typing import AstypeArg
 
 JOB_STATES: tuple[str, ...] = (
     "completed",
@@ -84,7 +89,7 @@ SCHEDULER_STATES: dict[str, str | None] = {
     "PENDING": None,
 }
 
-USAGE_DTYPES: dict[str, object] = {
+USAGE_DTYPES: dict[str, AstypeArg] = {
     "cluster": "str",
     "job_id": "str",
     "job_label": "str",

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,9 @@ from accounting.parsing.sreport_header import (
 )
 from accounting.parsing.sreport_rows import card_hours, gpu_rows, raw_rows, typed_models
 
+if TYPE_CHECKING:  # pandas-stubs' name for the dtypes astype accepts
+    from pandas._typing import AstypeArg
+
 # Header word (lower case) -> output column; Reserved is the pre-21.08 name of Planned.
 SREPORT_COLUMNS: dict[str, str] = {
     "allocated": "allocated_card_hours",
@@ -60,7 +64,7 @@ SREPORT_COLUMNS: dict[str, str] = {
     "reserved": "planned_card_hours",
     "reported": "reported_card_hours",
 }
-SREPORT_DTYPES: dict[str, str] = {
+SREPORT_DTYPES: dict[str, AstypeArg] = {
     "cluster": "str",
     "tres_name": "str",
     "accelerator_model": "str",
@@ -181,9 +185,9 @@ def _check_found_gpu_rows(
         stats.warnings.append(f"rows of other TRES left out (not GPU card-hours): {counts}")
 
 
-def read_sreport(source: UsageSource, **options: object) -> pd.DataFrame:
+def read_sreport(source: UsageSource, **options: Any) -> pd.DataFrame:
     """Whole-file convenience: all rows in one frame."""
-    chunks = list(iter_sreport_chunks(source, **options))  # type: ignore[arg-type]
+    chunks = list(iter_sreport_chunks(source, **options))
     if chunks:
         return pd.concat(chunks, ignore_index=True)
     return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in SREPORT_DTYPES.items()})

@@ -17,6 +17,7 @@ are kept: each user's card-hours in each account, counted once. The output colum
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,10 @@ from accounting.parsing.schema import conform_usage_frame
 from accounting.parsing.sreport_header import SreportHeader
 from accounting.parsing.sreport_rows import card_hours, typed_models
 
-ACCOUNT_DTYPES: dict[str, str] = {
+if TYPE_CHECKING:  # pandas-stubs' name for the dtypes astype accepts
+    from pandas._typing import AstypeArg
+
+ACCOUNT_DTYPES: dict[str, AstypeArg] = {
     "cluster": "str",
     "account": "str",
     "user": "str",

@@ -105,11 +105,11 @@ def find_sreport_header(
         labels = [name.strip() for name in text.split("|")]
         kind = _report_kind([label.lower() for label in labels])
         is_data = kind is None and columns is not None and field_count >= len(columns) > 1
-        if kind is None and not is_data:
-            continue
         if is_data:
             labels = [name.strip() for name in columns or ()]
             kind = _report_kind([label.lower() for label in labels]) or "unknown"
+        elif kind is None:
+            continue
         header = _build_header(kind, labels, line, banner, time_unit, issues)
         return header, index if not is_data else index - 1
     return None, -1

@@ -313,7 +313,9 @@ def _cell_text(cell: Any) -> str:
 SACCT_ONLY_NAMES = frozenset({"jobid", "alloctres", "elapsed", "nnodes", "reqtres", "jobname"})
 
 
-def _refuse_foreign_header(fields: list[str], names: list[str], line: int, issues) -> None:
+def _refuse_foreign_header(
+    fields: list[str], names: list[str], line: int, issues: IssueCollector
+) -> None:
     """One message naming the expected and the found columns, not one issue per column."""
     found = [field.strip()[:40] for field in fields if field.strip()]
     shown = ", ".join(found[:20]) + (f", … ({len(found)} in all)" if len(found) > 20 else "")
@@ -499,7 +501,8 @@ def _table_to_records(
     )
     if partition is not None:
         # Cast: a partition column read as numbers maps to a float array, not strings.
-        model = model.fillna(partition.map(dict(options.partition_models)).astype("str"))
+        models = dict(options.partition_models or {})  # never None after __post_init__
+        model = model.fillna(partition.map(models).astype("str"))
     if options.default_model is not None:
         model = model.fillna(options.default_model)
     unknown = model.isna().to_numpy()

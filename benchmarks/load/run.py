@@ -183,7 +183,7 @@ def main() -> None:
         **os.environ,
         "DATABASE_URL": args.database_url,
         "CELERY_BROKER_URL": args.redis_url,
-        "DJANGO_SECRET_KEY": "load-benchmark-only-not-a-secret",  # noqa: S105
+        "DJANGO_SECRET_KEY": "load-benchmark-only-not-a-secret",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_LOG_LEVEL": "WARNING",
     }

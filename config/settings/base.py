@@ -343,9 +343,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Two choice sets share the field names scope and status: name each (keeps the old names).
     "ENUM_NAME_OVERRIDES": {
-        "ScopeEnum": "planner.models.Scope",
-        "StatusEnum": "planner.models.AnalysisStatus",
-        "ReportScopeEnum": "reports.models.ReportScope",
+        "ScopeEnum": "planner.models.ANALYSIS_SCOPES",
+        "StatusEnum": "core.jobs.status.JobStatus",
+        "ReportScopeEnum": "reports.models.REPORT_SCOPES",
         "ReportStatusEnum": "reports.models.ReportStatus",
         "UsageImportKindEnum": "accounting.models.ImportKind",
         "TelemetryFetchKindEnum": "telemetry.models.FetchKind",

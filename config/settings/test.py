@@ -5,7 +5,12 @@ import tempfile
 from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import CELERY_BROKER_URL, DATABASES, INSTALLED_APPS, env
+from .base import CELERY_BROKER_URL, CELERY_TASK_DEFAULT_QUEUE, DATABASES, INSTALLED_APPS, env
+
+# Under pytest-xdist each worker process ("gw0", "gw1", …) gets its own SQLite file, broker
+# folder and queue; pytest-django suffixes its test database. Subprocesses inherit the name.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_WORKER_SUFFIX = f"_{XDIST_WORKER.upper()}" if XDIST_WORKER else ""
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -16,7 +21,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Exported so a worker subprocess started by a test opens the same file.
     DATABASES["default"]["TEST"] = {
         "NAME": os.environ.setdefault(
-            "FLEETWISE_TEST_SQLITE",
+            f"FLEETWISE_TEST_SQLITE{_WORKER_SUFFIX}",
             str(Path(tempfile.gettempdir()) / f"fleetwise-test-{os.getpid()}.sqlite3"),
         )
     }
@@ -25,7 +30,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     # Exported so a worker subprocess started by a test shares the message folder.
     _broker = Path(
         os.environ.setdefault(
-            "FLEETWISE_TEST_BROKER_FOLDER", tempfile.mkdtemp(prefix="fleetwise-broker-")
+            f"FLEETWISE_TEST_BROKER_FOLDER{_WORKER_SUFFIX}",
+            tempfile.mkdtemp(prefix="fleetwise-broker-"),
         )
     )
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -35,6 +41,13 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
         "control_folder": str(_broker / "control"),
     }
+
+if XDIST_WORKER and "FLEETWISE_CELERY_QUEUE" not in os.environ:
+    # One Redis database serves every xdist worker: each consumes its own queue.
+    CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{XDIST_WORKER}"
+
+if XDIST_WORKER:
+    FLEETWISE_HEARTBEAT_DIR = str(Path(FLEETWISE_HEARTBEAT_DIR) / XDIST_WORKER)  # noqa: F405
 
 STATICFILES_DIRS: list = []
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)

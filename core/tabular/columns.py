@@ -189,7 +189,7 @@ def view_columns(view) -> list[Column]:
         return []
     try:
         return serializer_columns(view.get_serializer())
-    except Exception:  # noqa: BLE001 - a view without a usable serializer has no spec
+    except Exception:  # a view without a usable serializer has no spec
         return []
 
 
@@ -524,16 +524,6 @@ def write_xlsx(
     notes.column_dimensions["D"].width = 80
     workbook.save(target)
     return written
-
-
-def describe_columns(columns: Sequence[Column], spec: Sequence[Column]) -> list[Column]:
-    """Fill kind/unit/description of inferred columns from the spec where it knows them."""
-    by_name = {column.name: column for column in spec}
-    out = []
-    for column in columns:
-        known = by_name.get(column.name)
-        out.append(known if known else replace(column, unit=column.unit or unit_of(column.name)))
-    return out
 
 
 def infer_kinds(columns: Sequence[Column], rows: Iterable[Sequence[Any]]) -> list[Column]:

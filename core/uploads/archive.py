@@ -28,15 +28,16 @@ def check_xlsx_archive(
 
     A stream is left at the position it had.
     """
-    position = None if isinstance(source, str | os.PathLike) else source.tell()
+    stream = None if isinstance(source, str | os.PathLike) else source
+    position = 0 if stream is None else stream.tell()
     try:
         with zipfile.ZipFile(source) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise UnsafeArchive(f"not an XLSX workbook (not a readable zip archive: {exc})") from exc
     finally:
-        if position is not None:
-            source.seek(position)
+        if stream is not None:
+            stream.seek(position)
     if len(members) > MAX_MEMBERS:
         raise UnsafeArchive(f"the archive holds {len(members)} parts (at most {MAX_MEMBERS})")
     total = sum(member.file_size for member in members)

@@ -13,7 +13,9 @@ calendar (queueing, sharing with other work), and the cards are paid for the who
 
 Modules: workload (what to train), options (option rows and their defaults), splits (split
 search), deadline (fewest cards for a deadline), outcomes (days, money, reasons, Pareto),
-plan (plan_capacity and the scalar estimate).
+band (the days and cost range, the uncertainty tornado), plan (plan_capacity and the scalar
+estimate). Public API: ``__all__`` below; one output row is typed as
+:class:`engine.records.PlanOptionRow`.
 """
 
 from engine.capacity.deadline import cards_for_deadline

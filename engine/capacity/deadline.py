@@ -23,7 +23,8 @@ def _granularity(frame: pd.DataFrame, workload: TrainingWorkload) -> NDArray[np.
     fixed = workload.parallelism
     fixed_product = int(np.prod([v for v in (fixed.tp, fixed.pp, fixed.dp) if v is not None]))
     step = frame["card_granularity"].to_numpy(np.int64)
-    return np.lcm(step, fixed_product)
+    granularity: NDArray[np.int64] = np.lcm(step, fixed_product)
+    return granularity
 
 
 # The deadline search checks every count from its lower bound up to the bisection's answer
@@ -42,7 +43,10 @@ def _scaling_ceiling(workload: TrainingWorkload, frame: pd.DataFrame) -> NDArray
 
 
 def _may_meet(
-    workload: TrainingWorkload, frame: pd.DataFrame, idx: NDArray[np.int64], cards: NDArray
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    idx: NDArray[np.int64],
+    cards: NDArray[np.float64],
 ) -> NDArray[np.bool_]:
     """Cheap necessary condition: the deadline is met at the scaling ceiling and the (exact)
     effective time of that many cards; counts failing it need no split search."""
@@ -57,11 +61,16 @@ def _may_meet(
         * effective_time_at_cards(part, cards)
     )
     best_days = workload.flops / rate / SECONDS_PER_DAY
-    return best_days <= part["deadline_days"].to_numpy(np.float64) * (1 + 1e-9)
+    deadline_days = part["deadline_days"].to_numpy(np.float64) * (1 + 1e-9)
+    may_meet: NDArray[np.bool_] = best_days <= deadline_days
+    return may_meet
 
 
 def _feasible_at(
-    workload: TrainingWorkload, frame: pd.DataFrame, idx: NDArray[np.int64], cards: NDArray
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    idx: NDArray[np.int64],
+    cards: NDArray[np.float64],
 ) -> NDArray[np.bool_]:
     ok = _may_meet(workload, frame, idx, cards)
     if ok.any():

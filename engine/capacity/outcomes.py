@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from engine.capacity.splits import SPLIT_DEGREES
 from engine.capacity.workload import SECONDS_PER_DAY, TrainingWorkload
 from engine.cost import energy_and_cost
 from engine.defaults import (
     FACTOR_FLOOR,
 )
 from engine.parallelism import no_split_reason
+from engine.records import PLAN_OPTION_COLUMNS
 
 
 def _seam_energy_and_cost(frame: pd.DataFrame) -> pd.DataFrame:
@@ -81,62 +81,8 @@ def pareto_front(days: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArra
     return on_front
 
 
-OUTPUT_COLUMNS = (
-    "option_id",
-    "accelerator",
-    "site",
-    "precision",
-    "feasible",
-    "reason",
-    "cards",
-    *SPLIT_DEGREES,
-    "days",
-    "days_low",
-    "days_high",
-    "running_days",
-    "card_hours",
-    "allocated_card_hours",
-    "peak_tflops",
-    "effective_utilization",
-    "energy",
-    "mfu",
-    "scaling",
-    "effective_time",
-    "utilization",
-    "pue",
-    "energy_provenance",
-    "mfu_provenance",
-    "scaling_provenance",
-    "effective_time_provenance",
-    "utilization_provenance",
-    "mtbf_card_hours",
-    "mtbf_provenance",
-    "mtbf_basis",
-    "state_bytes",
-    "state_bytes_per_card",
-    "activation_bytes_per_card",
-    "memory_per_card_bytes",
-    "usable_memory_per_card_bytes",
-    "min_cards_memory",
-    "it_energy_mwh",
-    "facility_energy_mwh",
-    "cost_basis",
-    "compute_cost",
-    "energy_cost",
-    "energy_overhead_cost",
-    "idle_cost",
-    "total_cost",
-    "cost_low",
-    "cost_high",
-    "band_note",
-    "co2_tonnes",
-    "peak_pflop_days",
-    "effective_pflop_days",
-    "cost_per_effective_pflop_day",
-    "rank_by_cost",
-    "rank_by_days",
-    "on_pareto_front",
-)
+# The leading columns of plan_capacity, in order: the keys of engine.records.PlanOptionRow.
+OUTPUT_COLUMNS: tuple[str, ...] = PLAN_OPTION_COLUMNS
 
 
 def infeasible_reasons(

@@ -41,7 +41,7 @@ def plan_capacity(
 
     Time mode (cards given): the fastest split that fits. Deadline mode (deadline_days given):
     the fewest cards that meet the deadline. See OPTION_COLUMN_DEFAULTS for input columns and
-    OUTPUT_COLUMNS for the output.
+    engine.records.PlanOptionRow for the leading output columns (OUTPUT_COLUMNS).
     """
     if options.empty:
         return pd.DataFrame(columns=list(OUTPUT_COLUMNS))
@@ -199,8 +199,7 @@ def _ranges(plan: pd.DataFrame) -> dict[str, Any]:
     tornado = uncertainty_tornado(plan[plan["days"].notna()])
     swings = [
         {"uncertainty": t.uncertainty, "days_low": t.days_low, "days_high": t.days_high}
-        for t in tornado.itertuples()
-        if t.swing_days > 0
+        for t in tornado[tornado["swing_days"] > 0].itertuples()
     ]
 
     def band(column: str) -> dict[str, Any]:

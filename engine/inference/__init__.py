@@ -1,6 +1,18 @@
 """Serving capacity: memory, roofline timing, sizing, energy and cost (docs/inference.md).
 
 Pure numpy/pandas like the training planner; every function broadcasts over option arrays.
+
+Public API: :func:`evaluate_inference` and :class:`InferenceWorkload` (``__all__``), and the
+modules
+
+    sizing      cards for a serving target, one row per (card model × TP degree); ``choose``
+    memory      weights, KV cache and prefill activations per card
+    roofline    prefill and decode times, and the batch a latency bound allows
+    queueing    p95 TTFT and TPOT from the queueing of requests
+    energy      energy and money per million served tokens
+    curve       the latency–throughput curve of each option
+    serving     serving definitions of the five factors for an inference pool
+    defaults    the serving model's table of defaults
 """
 
 from engine.inference.sizing import InferenceWorkload, evaluate_inference

@@ -25,9 +25,9 @@ def card_hour_price(
     n = len(frame)
     if entered is not None:
         return np.full(n, float(entered)), np.full(n, "entered", dtype=object)
-    rental = frame.get("rental_price_per_card_hour", pd.Series(np.nan, frame.index))
+    rental_column = frame.get("rental_price_per_card_hour", pd.Series(np.nan, frame.index))
     listed = frame.get("list_price", pd.Series(np.nan, frame.index))
-    rental = rental.astype(float).to_numpy()
+    rental = rental_column.astype(float).to_numpy()
     amortized = listed.astype(float).to_numpy() / (amortization_years * HOURS_PER_YEAR)
     price = np.where(np.isfinite(rental), rental, amortized)
     basis = np.where(
@@ -41,7 +41,8 @@ def energy_kwh_per_million(
 ) -> NDArray[np.float64]:
     seconds = MILLION / np.asarray(tokens_per_s, np.float64)
     watts = np.asarray(cards, np.float64) * np.asarray(power_w, np.float64) * np.asarray(pue)
-    return watts * seconds / SECONDS_PER_HOUR / 1_000.0
+    kwh: NDArray[np.float64] = watts * seconds / SECONDS_PER_HOUR / 1_000.0
+    return kwh
 
 
 def cost_per_million(

@@ -108,4 +108,5 @@ def max_batch(
         context_tokens, np.float64
     )
     # Tiny epsilon so an exact fit is not lost to float noise.
-    return np.maximum(np.floor(free / per_sequence + 1e-9), 0).astype(np.int64)
+    fits: NDArray[np.int64] = np.maximum(np.floor(free / per_sequence + 1e-9), 0).astype(np.int64)
+    return fits

@@ -17,6 +17,8 @@ average. Two documented approximations, vectorised (docs/inference.md, "Latency 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -27,6 +29,8 @@ TAIL_SHARE = 1.0 - PERCENTILE
 Z_95 = 1.6448536269514722  # standard normal quantile at 0.95
 DETERMINISTIC_SERVICE_FACTOR = 0.5  # Allen–Cunneen (Ca² + Cs²)/2 with Ca² = 1, Cs² = 0
 BISECTION_STEPS = 64  # halvings of an integer range up to 2^53: always enough
+# Whether each candidate count fits (monotone in the count), element-wise.
+Fits = Callable[[NDArray[np.float64]], NDArray[np.bool_]]
 
 
 def _f(value: ArrayLike) -> NDArray[np.float64]:
@@ -86,7 +90,7 @@ def largest_batch_within_tpot_p95(
     return largest_integer(fits, np.zeros_like(_f(high)), np.floor(_f(high)))
 
 
-def smallest_integer(fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float64]:
+def smallest_integer(fits: Fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float64]:
     """Per element, the smallest n in [low, high] with fits(n) (fits monotone: false → true);
     high + 1 when none fits."""
     lo, hi = _f(low).copy(), _f(high) + 1.0
@@ -101,7 +105,7 @@ def smallest_integer(fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float6
     return lo
 
 
-def largest_integer(fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float64]:
+def largest_integer(fits: Fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float64]:
     """Per element, the largest n in [low, high] with fits(n) (fits monotone: true → false);
     low when none above it fits."""
     flipped = smallest_integer(lambda n: ~fits(n), _f(low) + 1.0, _f(high))

@@ -17,8 +17,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-SERVING_FACTORS: tuple[str, ...] = ("energy", "mbu", "scaling", "availability", "utilization")
-
 
 def _f(value: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(value, dtype=np.float64)

@@ -168,7 +168,8 @@ def tp_candidates(w: InferenceWorkload) -> np.ndarray:
     if w.cards is not None:
         limit = min(limit, w.cards)
     powers = 2 ** np.arange(int(math.log2(limit)) + 1, dtype=np.int64)
-    return powers[w.attention.heads % powers == 0]
+    dividing: np.ndarray = powers[w.attention.heads % powers == 0]
+    return dividing
 
 
 def expand_options(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
@@ -282,6 +283,7 @@ def scale_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
             cards = replicas * tp
             served = np.where(per_replica > 0, target, 0.0)
         else:
+            assert w.cards is not None  # validated: no target means the cards are given
             replicas = np.floor_divide(w.cards, tp)
             cards = np.full(len(frame), float(w.cards))
             served = replicas * per_replica
@@ -399,5 +401,7 @@ def choose(frame: pd.DataFrame, by_cost: bool = True) -> pd.DataFrame:
     best["pareto"] = pareto_front(best["tpot_ms"].to_numpy(), cost)
     best["cheapest"] = False
     if feasible.any() and np.isfinite(cost).any():
-        best.iloc[0, best.columns.get_loc("cheapest")] = True
+        cheapest = best.columns.get_loc("cheapest")
+        assert isinstance(cheapest, int)  # column names are unique
+        best.iloc[0, cheapest] = True
     return best.reset_index(drop=True)

@@ -9,9 +9,13 @@ it (basis) with its provenance, and the defaults it used. The precedence rule of
     mfu             per node group, then per pool (peak-weighted)
     energy          1 / PUE
     effective_time  the failure/checkpoint model, then job logs over it
-    scaling         job shape, the bucket effect, split jobs, strategies, speed-up tables
+    bucket          card-model groups, the four heterogeneous strategies, the one run
+    scaling         job shape, split jobs, speed-up tables, the scaling factor
     utilization     allocated / available card-hours
     attribution     product, cost and the waste split over the factors
+
+These modules are the package's public API (it re-exports nothing); callers outside the
+engine use :func:`engine.evaluate.evaluate_pools`, which composes them.
 
 Formulas and their published sources: docs/efficiency-model.md.
 """

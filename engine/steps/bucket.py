@@ -73,9 +73,10 @@ def rescaled(arrays: ScalingArrays, speed_factor: np.ndarray) -> np.ndarray:
     """Scaling when cards run ``speed_factor`` times faster: compute and bubble shrink, comm not."""
     compute = arrays.compute_s / speed_factor
     bubble = arrays.bubble_s / speed_factor
-    return np.clip(
+    scaling: np.ndarray = np.clip(
         compute / (compute + arrays.tp_comm_s + arrays.dp_exposed_s + bubble), FACTOR_FLOOR, 1.0
     )
+    return scaling
 
 
 def strategies(
@@ -171,7 +172,7 @@ def _choose(
     recommended = recommend_strategy(delivered, allowed, mix_class)
     if "strategy" not in pools.columns:
         return recommended, recommended
-    given = pd.Index(STRATEGIES).get_indexer(pools["strategy"]).astype(np.int64)
+    given = pd.Index(STRATEGIES).get_indexer(pd.Index(pools["strategy"])).astype(np.int64)
     ctx.require(
         (given >= 0) | pools["strategy"].isna().to_numpy(),
         f"strategy must be one of {', '.join(STRATEGIES)}",

@@ -15,10 +15,10 @@ from engine.defaults import (
     validate_override_frame,
 )
 from engine.factors import require, vendor_codes
+from engine.records import NODE_GROUP_REQUIRED_COLUMNS, PoolMeasure
 from engine.segments import Segments
 
-REQUIRED_GROUP_COLUMNS = ("pool_id", "accelerator", "vendor", "peak_tflops", "nodes")
-REQUIRED_GROUP_COLUMNS += ("cards_per_node",)
+REQUIRED_GROUP_COLUMNS: tuple[str, ...] = NODE_GROUP_REQUIRED_COLUMNS
 
 
 def optional(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -28,13 +28,14 @@ def optional(frame: pd.DataFrame, column: str) -> np.ndarray:
     return pd.to_numeric(frame[column], errors="raise").to_numpy(dtype=float, na_value=np.nan)
 
 
-def categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes.astype(np.int64), categories=list(names))
+def categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical[str]:
+    return pd.Categorical.from_codes(codes.astype(np.int64), categories=pd.Index(list(names)))
 
 
 def provenance_codes(basis: np.ndarray, provenance_of_basis: Sequence[str]) -> np.ndarray:
     """Codes into ``PROVENANCES`` from basis codes and the provenance of each basis."""
-    return np.asarray([PROVENANCES.index(p) for p in provenance_of_basis])[basis]
+    codes: np.ndarray = np.asarray([PROVENANCES.index(p) for p in provenance_of_basis])[basis]
+    return codes
 
 
 DefaultsUsed = list[tuple[str, np.ndarray]]
@@ -45,7 +46,7 @@ class FactorStep:
     """One factor for every pool: value, basis (which input won), provenance, defaults used."""
 
     value: np.ndarray
-    basis: pd.Categorical
+    basis: pd.Categorical[str]
     provenance: np.ndarray  # codes into PROVENANCES
     used: DefaultsUsed
     extra: dict[str, object] = field(default_factory=dict)  # inputs shown beside the factor
@@ -77,7 +78,7 @@ class PoolContext:
         self._read_job_cards()
 
     def _read_groups(self, node_groups: pd.DataFrame) -> None:
-        self.group_pool = self.labels.get_indexer(node_groups["pool_id"])
+        self.group_pool = self.labels.get_indexer(pd.Index(node_groups["pool_id"]))
         require(
             self.group_pool >= 0,
             "node_groups.pool_id not found in pools",
@@ -126,7 +127,7 @@ class PoolContext:
             self.labels,
         )
 
-    def column(self, name: str) -> np.ndarray:
+    def column(self, name: PoolMeasure) -> np.ndarray:
         """A pool input as floats (all-NaN when the column is absent)."""
         return optional(self.pools, name)
 

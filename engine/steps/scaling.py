@@ -72,7 +72,7 @@ def _speedup_table(ctx: PoolContext, speedup: pd.DataFrame | None) -> tuple[np.n
     """Scaling from measured speed-up points at ``job_cards`` and where a table exists."""
     if speedup is None or not len(speedup):
         return np.full(ctx.n_pools, np.nan), np.zeros(ctx.n_pools, dtype=bool)
-    table_pool = ctx.labels.get_indexer(speedup["pool_id"])
+    table_pool = ctx.labels.get_indexer(pd.Index(speedup["pool_id"]))
     require(table_pool >= 0, "speedup.pool_id not found in pools", speedup["pool_id"].tolist())
     return speedup_efficiency(
         table_pool,

@@ -7,7 +7,6 @@ planner role.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
@@ -16,7 +15,7 @@ import plotly.graph_objects as go
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, QueryDict
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import floatformat
 from django.urls import path, reverse
@@ -50,32 +49,12 @@ POOL_FACTOR_COLUMNS = (
 )
 # With inference pools in the table, the two columns whose definitions differ say both.
 SERVING_COLUMN_LABELS = {"mfu": "MFU / MBU", "effective_time": "Eff. time / avail."}
-PROVENANCE_NOTE = {
-    "measured": "measured",
-    "entered": "entered",
-    "modeled": "modeled",
-    "default": "default",
-}
 
 
 def pool_factor_columns(pools: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     if not sel.serving_pool_names(pools):
         return POOL_FACTOR_COLUMNS
     return tuple((key, SERVING_COLUMN_LABELS.get(key, label)) for key, label in POOL_FACTOR_COLUMNS)
-
-
-def chart_request(request: HttpRequest, **params: Any) -> HttpRequest:
-    """The request as a chart sees it: only the parameters that select the chart's data.
-
-    Download links repeat this query string, so the file always matches the chart shown.
-    """
-    clone = copy.copy(request)
-    query = QueryDict(mutable=True)
-    for key, value in params.items():
-        if value not in (None, ""):
-            query[key] = str(value)
-    clone.GET = query
-    return clone
 
 
 def analysis_for_chart(request: HttpRequest) -> Analysis | None:
@@ -383,7 +362,7 @@ CHART_CACHE_S = 24 * 3600
 def chart_context(
     key: str, request: HttpRequest, frame: pd.DataFrame, analysis: Analysis, **params
 ) -> dict:
-    chart_req = chart_request(request, analysis=analysis.pk, **params)
+    chart_req = charts.chart_request(request, analysis=analysis.pk, **params)
     version = f"{analysis.pk}:{analysis.run_id}:{analysis.succeeded_at}:{chart_req.GET.urlencode()}"
     cache_key = f"fleetwise:chart:{key}:" + hashlib.sha256(version.encode()).hexdigest()
     context = cache.get(cache_key)

@@ -14,10 +14,12 @@ import numpy as np
 import pandas as pd
 from django.db.models import Q
 
+from core.jobs.status import JobStatus
+from core.scopes import Scope
 from engine.defaults import STRATEGIES
 from engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from planner.analysis import WATERFALL_ORDER
-from planner.models import Analysis, AnalysisStatus, Scope
+from planner.models import Analysis
 
 STRATEGY_LABELS = {
     "synchronous_uniform": "Synchronous, equal shares",
@@ -25,7 +27,7 @@ STRATEGY_LABELS = {
     "dynamic_fine_grained": "Dynamic, fine-grained",
     "split_homogeneous": "Split into one job per card model",
 }
-IN_FLIGHT = (AnalysisStatus.QUEUED, AnalysisStatus.RUNNING)
+IN_FLIGHT = (JobStatus.QUEUED, JobStatus.RUNNING)
 # Summary key of the scope selector: the analysis' own scope (fleet, or its site/cluster/pool).
 SUMMARY = "all"
 

@@ -14,12 +14,12 @@ from django.views.decorators.http import require_POST, require_safe
 
 from access.pages import role_required
 from access.roles import PLANNER, has_role
+from core.scopes import Scope
 from frontend.dashboards import analyses
 from frontend.dashboards import analysis_selectors as sel
 from frontend.dashboards.money import money_context
 from inventory.selectors import clusters_with_pools, fleet_totals, pool_totals
 from planner import services
-from planner.models import Scope
 
 
 def pool_rows() -> list[dict]:

@@ -8,7 +8,6 @@ the plan's owner or an administrator.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -17,7 +16,7 @@ import plotly.graph_objects as go
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, QueryDict
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST, require_safe
@@ -25,17 +24,18 @@ from plotly.subplots import make_subplots
 
 from access.pages import role_required
 from access.roles import PLANNER, has_role
+from core.jobs.status import JobStatus
 from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from engine.factors import FACTOR_NAMES
 from frontend import charts
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
 from planner import plans
-from planner.models import AnalysisStatus, InferencePlan, Plan
+from planner.models import InferencePlan, Plan
 
 SCATTER = "planner-days-vs-cost"
 TORNADO = "planner-sensitivity"
-IN_FLIGHT = (AnalysisStatus.QUEUED, AnalysisStatus.RUNNING)
+IN_FLIGHT = (JobStatus.QUEUED, JobStatus.RUNNING)
 PLANS_PER_PAGE = 25
 OPTIONS_PER_PAGE = 100
 FACTORS = FACTOR_NAMES
@@ -246,17 +246,6 @@ charts.register(
     "time 99 %, utilization 90 %), same cards and split; then all five together. PUE saves "
     "money and CO₂, never days.",
 )
-
-
-def chart_request(request: HttpRequest, **params: Any) -> HttpRequest:
-    """The request as a chart sees it (download links repeat exactly these parameters)."""
-    clone = copy.copy(request)
-    query = QueryDict(mutable=True)
-    for key, value in params.items():
-        if value not in (None, ""):
-            query[key] = str(value)
-    clone.GET = query
-    return clone
 
 
 # --- the options table --------------------------------------------------------------------------
@@ -484,10 +473,10 @@ def plan_detail(request: HttpRequest, pk: int):
             "measured_history": results.get("measured_history") or [],
             "warnings": results.get("warnings") or [],
             "scatter_chart": charts.render_chart(
-                SCATTER, chart_request(request, plan=plan.pk), scatter_frame(plan)
+                SCATTER, charts.chart_request(request, plan=plan.pk), scatter_frame(plan)
             ),
             "tornado_chart": charts.render_chart(
-                TORNADO, chart_request(request, plan=plan.pk, option=option_id), tornado
+                TORNADO, charts.chart_request(request, plan=plan.pk, option=option_id), tornado
             ),
         }
     return render(request, "frontend/dashboards/plan_detail.html", context)

@@ -20,10 +20,11 @@ from django.views.decorators.http import require_POST, require_safe
 from access.pages import role_required
 from access.roles import PLANNER, has_role
 from accounting import services
-from accounting.models import ImportJob, ImportStatus
+from accounting.models import ImportJob
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
 from accounting.scoping import scope_import_jobs
 from core.jobs.dispatch import WORKERS_UNAVAILABLE
+from core.jobs.status import JobStatus
 from frontend.forms_usage_import import (
     ADVANCED_FIELDS,
     UsageImportForm,
@@ -32,7 +33,7 @@ from frontend.forms_usage_import import (
 )
 
 JOBS_PER_PAGE = 50
-IN_FLIGHT = (ImportStatus.QUEUED, ImportStatus.RUNNING)
+IN_FLIGHT = (JobStatus.QUEUED, JobStatus.RUNNING)
 # How the parsers word a bad line (accounting.parsing.LineIssue.__str__).
 ISSUE_PATTERN = re.compile(r"^line (?P<line>\d+), column (?P<column>[^:]+): (?P<reason>.*)$", re.S)
 
@@ -112,7 +113,7 @@ def usage_import_detail(request: HttpRequest, pk: int):
         "issues": issues,
         "failure_summary": failure_summary(job.error, issues),
         "can_retry": has_role(request.user, PLANNER)
-        and job.status == ImportStatus.FAILED
+        and job.status == JobStatus.FAILED
         and bool(job.file),
         "dashboard_url": reverse("frontend:usage") + f"?cluster={job.cluster_id}",
     }

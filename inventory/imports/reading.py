@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
-import zipfile
 from dataclasses import dataclass
 
 import pandas as pd
 
 from core.uploads.archive import UnsafeArchive, check_xlsx_archive
-from inventory.import_readers import check_text, check_text_shape, read_first_sheet
+from inventory.import_readers import (
+    XLSX_READ_ERRORS,
+    check_text,
+    check_text_shape,
+    read_first_sheet,
+)
 from inventory.imports.kinds import (
     FIRST_DATA_ROW,
     MAX_ROWS,
@@ -121,8 +125,7 @@ def parse_upload(uploaded) -> ParsedTable:
             raise ImportFileError(f"Could not read the XLSX file: {exc}.") from exc
         try:
             raw = read_first_sheet(content)  # streamed; the sheet's size checked first
-        except (zipfile.BadZipFile, ValueError, KeyError, OSError, SyntaxError, TypeError) as exc:
-            # SyntaxError: ElementTree's ParseError for broken XML inside the archive.
+        except XLSX_READ_ERRORS as exc:
             raise ImportFileError(f"Could not read the XLSX file: {exc}") from exc
         return _table_from_frame(raw)
     if name.endswith((".csv", ".tsv", ".txt")):

@@ -16,7 +16,7 @@ from engine.limits import limit, range_error
 from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from inventory.models import CoolingType
 from planner.models import Plan
-from planner.plans import can_edit
+from planner.plans import MAX_COMPARED_PLANS, can_edit
 
 MAX_LIST_ITEMS = 200  # card counts or deadlines in one plan
 MAX_CHOICES = 50  # card models, sites or pools in one plan
@@ -333,15 +333,17 @@ class PlanCloneSerializer(serializers.Serializer):
 
 
 class PlanCompareQuerySerializer(serializers.Serializer):
-    ids = serializers.CharField(help_text="Comma-separated plan ids, e.g. 1,2 (at most 10).")
+    ids = serializers.CharField(
+        help_text=f"Comma-separated plan ids, e.g. 1,2 (at most {MAX_COMPARED_PLANS})."
+    )
 
     def validate_ids(self, value: str) -> list[int]:
         parts = [part.strip() for part in value.split(",") if part.strip()]
         if not parts or not all(part.isdecimal() for part in parts):
             raise serializers.ValidationError("Give plan ids separated by commas, e.g. 1,2.")
         ids = _unique([_object_id(part) for part in parts])
-        if len(ids) > 10:
-            raise serializers.ValidationError("Compare at most 10 plans.")
+        if len(ids) > MAX_COMPARED_PLANS:
+            raise serializers.ValidationError(f"Compare at most {MAX_COMPARED_PLANS} plans.")
         return ids
 
 

@@ -8,7 +8,7 @@ from core.bounds import WithinDates, bounded_float, bounded_int
 from engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
-from planner.models import Analysis, Scope
+from planner.models import ANALYSIS_SCOPES, Analysis
 
 
 class AnalysisSerializer(serializers.ModelSerializer):
@@ -46,7 +46,7 @@ class AnalysisRowSerializer(serializers.Serializer):
 
 
 class AnalysisCreateSerializer(serializers.Serializer):
-    scope = serializers.ChoiceField(choices=Scope.choices)
+    scope = serializers.ChoiceField(choices=ANALYSIS_SCOPES)
     object_id = bounded_int("object_id", required=False, allow_null=True)
     period_start = serializers.DateTimeField(required=False, validators=[WithinDates()])
     period_end = serializers.DateTimeField(required=False, validators=[WithinDates()])

@@ -8,11 +8,11 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from core.bounds import WithinDates, bounded_float, bounded_int
-from engine.limits import LIMITS
 from inventory.models import Cluster
 from telemetry.fetch import MAX_UPLOAD_BYTES
 from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
 from telemetry.selectors import GPU_GROUPS
+from telemetry.services import FetchPeriodError, check_fetch_period
 
 DEFAULT_DAYS = 30
 
@@ -78,10 +78,10 @@ class FetchRequestSerializer(serializers.Serializer):
     file = serializers.FileField(required=False, help_text="OpenMetrics / Prometheus text export.")
 
     def validate(self, attrs):
-        days = (attrs["end"] - attrs["start"]).days + 1
-        limit = LIMITS["telemetry_days"]
-        if not limit.contains(days):
-            raise serializers.ValidationError({"end": f"{days} days: {limit.message}"})
+        try:
+            check_fetch_period(attrs["start"], attrs["end"])
+        except FetchPeriodError as exc:
+            raise serializers.ValidationError({"end": str(exc)}) from exc
         upload = attrs.get("file")
         if upload is not None and upload.size > MAX_UPLOAD_BYTES:
             raise serializers.ValidationError(

@@ -19,8 +19,9 @@ from tqdm import tqdm
 
 from accounting import services
 from accounting.imports.rows import find_cluster
-from accounting.models import ImportKind, ImportStatus
+from accounting.models import ImportKind
 from accounting.parsing import UsageValidationError
+from core.jobs.status import JobStatus
 
 
 class _NoDefaultHostWarning(logging.Filter):
@@ -126,7 +127,7 @@ class Command(BaseCommand):
         bar.update(bar.total - bar.n)
         bar.close()
         job.refresh_from_db()
-        assert job.status == ImportStatus.SUCCEEDED
+        assert job.status == JobStatus.SUCCEEDED
         self.stdout.write(
             self.style.SUCCESS(
                 f"import #{job.pk}: {counts.lines_read:,} lines, {counts.records_read:,} records "

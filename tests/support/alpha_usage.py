@@ -1,4 +1,5 @@
-"""A 16-card cluster, real-shaped Slurm text for it, and helpers to import it.
+"""Real-shaped Slurm text of one day on the 16-card "alpha" cluster
+(`tests.support.builders.alpha_cluster`), and its sreport and CSV forms.
 
 The cluster: site "Test DC" (air, PUE 1.25, 0.20 USD/kWh, 400 gCO₂/kWh), cluster "alpha"
 (commissioned 2024-01-01, 30,000 USD per card over 5 years), one pool "h100" of 2 nodes × 8
@@ -15,9 +16,6 @@ The day 2024-03-01 (UTC) has three GPU jobs (plus steps, a pending job and a CPU
 from __future__ import annotations
 
 import datetime as dt
-import io
-
-import pytest
 
 DAY_START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 DAY_END = dt.datetime(2024, 3, 2, tzinfo=dt.UTC)
@@ -67,59 +65,6 @@ alpha,j-2,4,2024-03-01T00:00:00Z,2024-03-01T12:00:00Z,COMPLETED,H100 SXM5 80GB,t
 def sacct_text(lines: list[str] | None = None) -> str:
     return "\n".join([SACCT_HEADER, *(SACCT_LINES if lines is None else lines)]) + "\n"
 
-
-@pytest.fixture
-def alpha(db):
-    """The 16-card cluster described in the module docstring."""
-    from inventory.catalog import load_catalog
-    from inventory.models import AcceleratorModel, Cluster, Site
-
-    load_catalog(AcceleratorModel)
-    site = Site.objects.create(
-        name="Test DC",
-        cooling_type="air",
-        pue=1.25,
-        tariff_per_kwh=0.20,
-        grid_carbon_g_per_kwh=400.0,
-        currency="USD",
-    )
-    cluster = Cluster.objects.create(
-        site=site,
-        name="alpha",
-        commissioned_on=dt.date(2024, 1, 1),
-        capital_cost_per_card=30_000.0,
-        amortization_years=5.0,
-    )
-    add_h100_pool(cluster, "h100", nodes=2, planned_utilization=0.7)
-    return cluster
-
-
-def add_h100_pool(cluster, name: str, nodes: int = 1, **pool_fields):
-    """A pool of ``nodes`` 8-card H100 SXM5 80GB nodes in ``cluster`` (catalog loaded)."""
-    from inventory.models import AcceleratorModel, NodeGroup, Pool
-
-    pool = Pool.objects.create(cluster=cluster, name=name, **pool_fields)
-    NodeGroup.objects.create(
-        pool=pool,
-        name=f"{name}-nodes",
-        accelerator=AcceleratorModel.objects.get(name="H100 SXM5 80GB"),
-        node_count=nodes,
-        cards_per_node=8,
-    )
-    return pool
-
-
-@pytest.fixture
-def import_text():
-    """Import text into a cluster through the service (synchronously); returns the job."""
-    from accounting import services
-
-    def run(cluster, text: str, kind: str = "sacct", **options):
-        job = services.create_import_job(
-            kind=kind, cluster=cluster, source_name=f"test.{kind}", queue=False, **options
-        )
-        source = io.BytesIO(text.encode()) if isinstance(text, str) else text
-        counts = services.import_file(job, source)
-        return job, counts
-
-    return run
+# Who used alpha that day: team-a, and the two teams a team-a viewer must not see.
+TEAM = "team-a"
+OTHER_TEAMS = ("team-b", "team-c")

@@ -1,0 +1,61 @@
+"""Deleting a cluster with usage data needs a confirmation (`?cascade=true`) and names what it
+would delete; an object nothing depends on is deleted at once; the schema documents both."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.alpha_usage import sacct_text
+
+
+@pytest.mark.django_db
+def test_cluster_delete_names_what_it_would_delete_until_confirmed(
+    client_for,
+    planner,
+    alpha,
+    import_text,
+):
+    from accounting.models import ImportJob, UsageRecord
+    from inventory.models import Cluster, Pool
+
+    import_text(alpha, sacct_text())
+    records = UsageRecord.objects.filter(cluster=alpha).count()
+    assert records > 0
+    client = client_for(planner)
+    url = f"/api/v1/clusters/{alpha.pk}/"
+    refused = client.delete(url)
+    assert refused.status_code == 409
+    detail = refused.json()["detail"]
+    assert f"{records:,} usage records" in detail and "1 import job" in detail
+    assert "1 pool" in detail and "?cascade=true" in detail
+    assert refused.json()["would_delete"]["usage records"] == records
+    assert Cluster.objects.filter(pk=alpha.pk).exists()
+    assert UsageRecord.objects.filter(cluster=alpha).count() == records
+
+    assert client.delete(url, QUERY_STRING="cascade=yes").status_code == 409
+    assert client.delete(url + "?cascade=true").status_code == 204
+    assert not Cluster.objects.filter(pk=alpha.pk).exists()
+    assert not UsageRecord.objects.exists() and not ImportJob.objects.exists()
+    assert not Pool.objects.filter(cluster_id=alpha.pk).exists()
+
+
+@pytest.mark.django_db
+def test_deleting_an_object_nothing_depends_on_needs_no_confirmation(client_for, planner):
+    from inventory.models import Site
+
+    site = Site.objects.create(name="Empty")
+    assert client_for(planner).delete(f"/api/v1/sites/{site.pk}/").status_code == 204
+
+
+@pytest.mark.django_db
+def test_the_schema_documents_the_delete_confirmation():
+    import io
+
+    import yaml
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    operation = yaml.safe_load(out.getvalue())["paths"]["/api/v1/clusters/{id}/"]["delete"]
+    assert "cascade" in [p["name"] for p in operation["parameters"]]
+    assert "409" in operation["responses"]
