@@ -45,4 +45,5 @@ test: lint
 
 # The pure core alone (engine, usage parsers): no database, no Django, seconds.
 test-fast: install
-	$(BIN)/python -m pytest -p no:django -p no:cacheprovider -q tests/engine tests/accounting/parsing
+	$(BIN)/python -m pytest -p no:django -p no:cacheprovider -W ignore::pytest.PytestConfigWarning -q \
+		tests/engine tests/accounting/parsing

@@ -1,4 +1,5 @@
-"""docker-compose.yml is valid (Debian's docker-compose, no engine needed) and complete."""
+"""docker-compose.yml is valid (Debian's docker-compose, no engine needed) and complete, and
+publishes gunicorn on loopback only."""
 
 import os
 import shutil
@@ -78,3 +79,13 @@ def test_compose_has_the_services_and_wiring():
     assert "worker" in services["worker"]["command"]
     assert "beat" in services["beat"]["command"]
     assert (ROOT / "platform" / "Dockerfile").exists()
+
+
+def test_compose_publishes_the_web_port_on_loopback_only():
+    services = resolved_config()["services"]
+    published = services["web"]["ports"]
+    assert published
+    for port in published:
+        host_ip = port.get("host_ip") if isinstance(port, dict) else port.split(":")[0]
+        assert host_ip == "127.0.0.1", port
+    assert all("ports" not in service for name, service in services.items() if name != "web")

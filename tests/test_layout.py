@@ -58,3 +58,29 @@ def test_top_level_layout():
     ]:
         assert (ROOT / name).exists(), name
     assert (ROOT / "config" / "celery_app.py").exists()
+
+
+def test_no_test_module_imports_another_test_module():
+    """Shared fixtures and builders live in tests/support/; test modules and conftests import
+    only from there (a test module imported elsewhere runs its tests twice, or hides them)."""
+    import ast
+
+    offenders = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        if "support" in path.relative_to(ROOT / "tests").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module] if node.level == 0 else [f".{node.module}"]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            for module in modules:
+                relative = module.startswith(".")
+                if relative or (
+                    module.startswith("tests")
+                    and module != "tests.support"
+                    and not module.startswith("tests.support.")
+                ):
+                    offenders.append(f"{path.relative_to(ROOT)}: {module}")
+    assert not offenders, offenders

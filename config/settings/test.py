@@ -46,8 +46,11 @@ if XDIST_WORKER and "FLEETWISE_CELERY_QUEUE" not in os.environ:
     # One Redis database serves every xdist worker: each consumes its own queue.
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{XDIST_WORKER}"
 
-if XDIST_WORKER:
-    FLEETWISE_HEARTBEAT_DIR = str(Path(FLEETWISE_HEARTBEAT_DIR) / XDIST_WORKER)  # noqa: F405
+# Worker heartbeats of this test process alone (not those of a suite running beside it).
+_HEARTBEATS_KEY = f"FLEETWISE_TEST_HEARTBEAT_DIR{_WORKER_SUFFIX}"
+if "FLEETWISE_HEARTBEAT_DIR" not in os.environ and _HEARTBEATS_KEY not in os.environ:
+    os.environ[_HEARTBEATS_KEY] = tempfile.mkdtemp(prefix="fleetwise-heartbeats-")
+FLEETWISE_HEARTBEAT_DIR = os.environ.get("FLEETWISE_HEARTBEAT_DIR", os.environ[_HEARTBEATS_KEY])
 
 STATICFILES_DIRS: list = []
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)

@@ -1,39 +1,13 @@
-"""Team scoping fixtures: the 16-card "alpha" cluster with usage of team-a, team-b and team-c
-on 2024-03-01 (tests/accounting/conftest.py), rolled up for the dashboards, and viewers
-tied to team-a."""
+"""Viewers tied to team-a or team-b. The team usage they are scoped to (the 16-card "alpha"
+cluster with usage of team-a, team-b and team-c on 2024-03-01, rolled up) is the shared
+`team_usage` fixture (tests/support/fixtures/fleet.py)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from tests.accounting.conftest import alpha, import_text, sacct_text  # noqa: F401
-from tests.conftest import make_user
-
-TEAM = "team-a"
-OTHER_TEAMS = ("team-b", "team-c")
-
-
-def team_viewer(username: str, *teams: str, role: str = "viewer"):
-    from access.models import TeamMembership
-
-    user = make_user(username, role)
-    for team in teams:
-        TeamMembership.objects.create(user=user, team=team)
-    return user
-
-
-@pytest.fixture
-def team_usage(alpha, import_text):  # noqa: F811
-    from accounting.models import UsageRecord
-    from accounting.rollups import refresh_usage_rollups
-
-    job, _ = import_text(alpha, sacct_text())
-    refresh_usage_rollups()
-    records = {row.account: row for row in UsageRecord.objects.all()}
-    assert set(records) == {TEAM, *OTHER_TEAMS}
-    return SimpleNamespace(cluster=alpha, import_job=job, records=records)
+from tests.support.alpha_usage import TEAM
+from tests.support.builders import team_viewer
 
 
 @pytest.fixture

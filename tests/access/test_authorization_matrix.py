@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.accounting.conftest import SREPORT_TEXT, sacct_text
+from tests.support.alpha_usage import SREPORT_TEXT, sacct_text
 
 ROLES = ("anonymous", "viewer", "planner", "admin", "other_team")
 
@@ -375,6 +375,7 @@ MATRIX: dict[str, Entry] = {
     "frontend:planner": Entry(None, (get(PAGE), post(page_write(200)))),
     "frontend:planner-inference": Entry(None, read_page(PAGE)),
     "frontend:plan-detail": Entry(pk("plan"), read_page(PAGE)),
+    "frontend:planner-track-record": Entry(None, read_page(PAGE)),
     "frontend:plan-recompute": Entry(pk("plan"), (get(PAGE_POST_ONLY), post(page_write(302)))),
     "frontend:inference-plan-detail": Entry(pk("inference_plan"), read_page(PAGE)),
     "frontend:inference-plan-save": Entry(None, (get(PAGE_POST_ONLY), post(page_write(302)))),
@@ -452,7 +453,7 @@ def test_every_entry_checks_every_role():
 
 
 @pytest.fixture
-def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # noqa: F811
+def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):
     """One site and cluster, a pool of two node groups (H100 + A100), an analysis, a plan,
     an inference plan, usage of team-a/b/c, an import job, a team-a schedule and report (with
     a CSV), an export token and a finished export job of the viewer, a gres alias, a partition
@@ -476,9 +477,8 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
     from planner.inference_plans import create_inference_plan
     from reports.models import Report, ReportSchedule
     from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
-    from tests.access.conftest import team_viewer
-    from tests.exports.conftest import finished_analysis
-    from tests.planner.api.conftest import compute_now
+    from tests.support.builders import team_viewer
+    from tests.support.inline import finished_analysis, run_plan_inline
 
     settings.MEDIA_ROOT = str(tmp_path / "media")
     viewer = team_viewer("viewer")
@@ -506,7 +506,7 @@ def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):  # no
     }
     created = client.post("/api/v1/plans/", payload, format="json")
     assert created.status_code == 202, created.content
-    compute_now(created.json()["id"])
+    run_plan_inline(created.json()["id"])
     schedule = ReportSchedule.objects.create(name="team-a weekly", scope="team", team="team-a")
     start = dt.datetime(2024, 2, 26, tzinfo=dt.UTC)
     report = Report.objects.create(

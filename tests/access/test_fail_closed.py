@@ -8,8 +8,8 @@ import importlib
 
 import pytest
 
-from tests.access.conftest import OTHER_TEAMS, TEAM, team_viewer
-from tests.conftest import make_user
+from tests.support.alpha_usage import OTHER_TEAMS, TEAM
+from tests.support.builders import make_user, team_viewer
 
 pytestmark = pytest.mark.django_db
 

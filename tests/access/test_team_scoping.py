@@ -1,7 +1,7 @@
 """Team scoping: a viewer tied to team-a never sees team-b or team-c rows, in the API (JSON,
 CSV, XLSX), export links and background exports (run as their owner), the Usage and Costs
 pages, their chart downloads, and reports. Viewers with the fleet-wide grant (the fixtures'
-default, `tests.conftest.make_user`) see every team."""
+default, `tests.support.builders.make_user`) see every team."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from tests.access.conftest import OTHER_TEAMS, TEAM, team_viewer
+from tests.support.alpha_usage import OTHER_TEAMS, TEAM
+from tests.support.builders import team_viewer
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,7 @@ def test_visible_teams():
     from django.contrib.auth.models import AnonymousUser
 
     from access.scoping import visible_teams
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     assert visible_teams(AnonymousUser()) == frozenset()
     assert visible_teams(make_user("plain", "viewer")) is None

@@ -8,7 +8,7 @@ import pytest
 
 from planner import analysis as engine_bridge
 from planner.models import Analysis
-from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
+from tests.support.alpha_usage import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounting.models import ImportJob, UsageRecord
-from tests.accounting.conftest import SACCT_LINES, sacct_text
-from tests.polling import wait_for_status
+from tests.support.alpha_usage import SACCT_LINES, sacct_text
+from tests.support.polling import wait_for_status
 
 REPORTS = ("utilization", "costs", "chargeback")
 PERIOD = {"start": "2024-03-01", "end": "2024-03-02", "granularity": "day"}

@@ -12,14 +12,14 @@ from accounting import services
 from accounting.models import (
     GresAlias,
     ImportJob,
-    ImportStatus,
     PartitionMapping,
     SreportUtilization,
     UsageRecord,
 )
 from accounting.parsing import UsageValidationError
+from core.jobs.status import JobStatus
 from inventory.models import AcceleratorModel, NodeGroup, Pool
-from tests.accounting.conftest import (
+from tests.support.alpha_usage import (
     CSV_TEXT,
     H100_8,
     SACCT_LINES,
@@ -214,14 +214,14 @@ def test_import_usage_command(alpha, tmp_path, capsys):
     call_command("import_usage", str(path), "--kind", "sacct", "--cluster", "alpha")
     assert UsageRecord.objects.count() == 3
     job = ImportJob.objects.get()
-    assert job.status == ImportStatus.SUCCEEDED and job.progress == 100
+    assert job.status == JobStatus.SUCCEEDED and job.progress == 100
     assert job.records_created == 3 and job.source_name == "sacct.txt"
 
     path.write_text(sacct_text([SACCT_LINES[0].replace("COMPLETED", "EXPLODED")]))
     with pytest.raises(CommandError, match="line 2, column State"):
         call_command("import_usage", str(path), "--kind", "sacct", "--cluster", "Test DC/alpha")
     failed = ImportJob.objects.latest("pk")
-    assert failed.status == ImportStatus.FAILED
+    assert failed.status == JobStatus.FAILED
     assert failed.issues == ["line 2, column State: unknown state 'EXPLODED'"]
     with pytest.raises(CommandError, match="No cluster named"):
         call_command("import_usage", str(path), "--kind", "sacct", "--cluster", "nope")

@@ -29,6 +29,8 @@ from django.urls import reverse
 from django.utils import timezone
 from openpyxl import load_workbook
 
+from tests.support.builders import hand_card
+
 pytestmark = pytest.mark.django_db
 
 DAY = dt.date(2026, 11, 2)
@@ -43,20 +45,6 @@ SACCT = (
     "101|101|hand|p|team-a|ann|2026-11-01T23:00:00|2026-11-02T00:00:00|2026-11-03T00:00:00|"
     "1-00:00:00|COMPLETED|1|billing=4,cpu=32,gres/gpu=4,node=1|n001|\n"
 )
-
-
-def hand_card():
-    """A 400 W card of our own (the catalog's figures may change; the hand sums may not)."""
-    from inventory.models import AcceleratorModel
-
-    return AcceleratorModel.objects.create(
-        vendor="Hand",
-        name="Hand 400W",
-        dense_bf16_tflops=300.0,
-        memory_gb=80.0,
-        memory_bandwidth_tbs=2.0,
-        tdp_w=400.0,
-    )
 
 
 @pytest.fixture

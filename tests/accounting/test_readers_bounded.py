@@ -1,6 +1,7 @@
-"""Bounded readers: a huge line, a huge file, a never-closed quote, a sheet declared at
+"""Bounded usage readers: a huge line, a huge file, a never-closed quote, a sheet declared at
 XFD1048576, UTF-16 and binary uploads. Each is refused with one message naming the line (or
-the sheet size) and the limit, run under an address-space cap so a blow-up fails the test."""
+the sheet size) and the limit, run under an address-space cap so a blow-up fails the test.
+(The inventory import's readers: tests/inventory/test_readers_bounded.py.)"""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ import io
 import os
 import subprocess
 import sys
-import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from openpyxl import Workbook
 
 from accounting import services
 from accounting.models import ImportJob, UsageRecord
@@ -21,9 +20,9 @@ from accounting.parsing import UsageValidationError, iter_csv_chunks
 from accounting.parsing.blocks import iter_record_blocks
 from accounting.parsing.bounded import BoundedStream, ReaderLimits, configure, current_limits
 from core.uploads.sniff import text_problem
-from inventory.imports import ImportFileError, parse_upload
-from inventory.models import Cluster, Site
-from tests.memcap import REPO_ROOT, address_space_cap, run_capped
+from inventory.models import Cluster
+from tests.support.hostile import one_far_cell_xlsx
+from tests.support.memcap import REPO_ROOT, address_space_cap, run_capped
 
 HEADER = "cluster,job_id,cards,start,end,state,accelerator_model\n"
 LINE = "train-hetero,j-{i},8,2024-03-01T10:00:00Z,2024-03-01T16:00:00Z,completed,h100\n"
@@ -111,7 +110,7 @@ def test_utf8_and_a_few_legacy_accents_still_count_as_text():
 @pytest.mark.parametrize("kind", ["csv", "sacct"])
 def test_a_300_mb_line_is_refused_in_a_capped_process(tmp_path, kind):
     """Realistic scale with the default limits: memory follows the line limit, not the line."""
-    from tests.accounting.parsing.conftest import SACCT_HEADER, SACCT_LINES
+    from tests.support.sacct_pitfalls import SACCT_HEADER, SACCT_LINES
 
     head = HEADER + LINE.format(i=1) if kind == "csv" else f"{SACCT_HEADER}\n{SACCT_LINES[0]}\n"
     path = tmp_path / f"huge.{kind}"
@@ -250,7 +249,7 @@ def test_the_upload_limit_setting_is_read_from_the_environment():
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "FLEETWISE_USAGE_UPLOAD_MAX_BYTES": "12345",
     }
-    result = subprocess.run(  # noqa: S603 - our own interpreter
+    result = subprocess.run(  # our own interpreter
         [sys.executable, "-c", f"import django; django.setup(); {code}"],
         cwd=REPO_ROOT,
         env=env,
@@ -286,78 +285,3 @@ def test_the_usage_upload_limit_is_enforced_by_page_and_api(
     assert page.status_code == 400
     assert "larger than the upload limit of 1,000 bytes" in page.context["form"].errors["file"][0]
     assert not ImportJob.objects.exists()
-
-
-# -- inventory imports ---------------------------------------------------------------------------
-
-
-def one_far_cell_xlsx(declared: bool) -> bytes:
-    """A tiny workbook with one cell at XFD1048576, with or without its <dimension> element."""
-    workbook = Workbook()
-    workbook.active["XFD1048576"] = "x"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    if declared:
-        return buffer.getvalue()
-    source, out = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
-    with zipfile.ZipFile(out, "w") as target:
-        for member in source.infolist():
-            data = source.read(member.filename)
-            if member.filename.endswith("sheet1.xml"):
-                start = data.index(b"<dimension")
-                data = data[:start] + data[data.index(b"/>", start) + 2 :]
-            target.writestr(member, data)
-    return out.getvalue()
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("declared", [True, False])
-def test_an_xlsx_cell_at_xfd1048576_is_refused_before_any_grid_exists(declared):
-    content = one_far_cell_xlsx(declared)
-    assert len(content) < 8 * 2**10
-    what = "declares 1,048,576 rows × 16,384 columns" if declared else "reaches"
-    with address_space_cap(), pytest.raises(ImportFileError, match=what):
-        parse_upload(SimpleUploadedFile("sites.xlsx", content))
-
-
-def test_the_sites_import_page_answers_a_far_cell_with_a_message(client, planner, demo_fleet):
-    before = Site.objects.count()
-    content = one_far_cell_xlsx(declared=True)
-    client.force_login(planner)
-    with address_space_cap():
-        response = client.post(
-            "/inventory/import/sites/", {"file": SimpleUploadedFile("sites.xlsx", content)}
-        )
-    assert response.status_code == 200
-    assert "an inventory import reads at most 20,000 rows" in response.content.decode()
-    assert Site.objects.count() == before
-
-
-@pytest.mark.django_db
-def test_a_normal_inventory_xlsx_still_reads_as_before():
-    workbook = Workbook()
-    workbook.active.append(["name", "pue", "tariff_per_kwh", None])
-    workbook.active.append(["Oslo", 1.2, 0.1, None])
-    workbook.active.append([None, None, None, None])
-    workbook.active.append(["Bergen", 1, 0.25, None])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    table = parse_upload(SimpleUploadedFile("sites.xlsx", buffer.getvalue()))
-    assert list(table.frame.columns) == ["name", "pue", "tariff_per_kwh"]
-    assert table.frame.loc[2].tolist() == ["Oslo", "1.2", "0.1"]
-    assert table.frame.loc[4].tolist() == ["Bergen", "1", "0.25"]
-
-
-@pytest.mark.django_db
-def test_a_utf16_or_binary_inventory_csv_is_one_message():
-    utf16 = "name,pue\nOslo,1.2\n".encode("utf-16")
-    with pytest.raises(ImportFileError, match=r"^The file is not UTF-8 text \(looks like UTF-16\)"):
-        parse_upload(SimpleUploadedFile("sites.csv", utf16))
-    with pytest.raises(ImportFileError, match=r"looks like binary"):
-        parse_upload(SimpleUploadedFile("sites.csv", b"\x00\x01\x02" * 300))
-
-
-@pytest.mark.django_db
-def test_a_csv_with_a_huge_header_is_refused_before_pandas():
-    with address_space_cap(), pytest.raises(ImportFileError, match="columns"):
-        parse_upload(SimpleUploadedFile("sites.csv", b"name" + b",x" * 2_000_000 + b"\n"))

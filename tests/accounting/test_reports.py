@@ -1,4 +1,5 @@
-"""Utilization, cost and chargeback of the 16-card cluster of conftest, computed by hand.
+"""Utilization, cost and chargeback of the 16-card "alpha" cluster, computed by hand
+(tests/support/alpha_usage.py).
 
 Inventory: 16 H100 cards (700 W TDP) in service all day 2024-03-01: 16 × 24 = 384 card-h.
 Jobs: A = 48 + 48 + 16 = 112 allocated card-h; the node_fail job's 16 card-h are lost (L).
@@ -14,7 +15,7 @@ import pytest
 from accounting import selectors
 from accounting.selectors.uncovered import UNCOVERED_TEAM
 from engine.cost import UNALLOCATED_IDLE_TEAM
-from tests.accounting.conftest import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
+from tests.support.alpha_usage import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +25,8 @@ LOST = 16  # the node_fail job
 
 # Cost of the day, by hand (docs/efficiency-model.md; engine.cost defaults: busy
 # load 75 % of TDP, idle 15 %, 2,000 W per 8-card node of overhead = 250 W per card):
-OWNERSHIP_PER_CARD_H = 30_000 / (5 * 8_760)  # 0.684931... USD per card-hour
-COMPUTE_COST = OWNERSHIP_PER_CARD_H * AVAILABLE  # 263.0137 USD: idle cards cost too
+OWNERSHIP_PER_CARD_HOURS = 30_000 / (5 * 8_760)  # 0.684931... USD per card-hour
+COMPUTE_COST = OWNERSHIP_PER_CARD_HOURS * AVAILABLE  # 263.0137 USD: idle cards cost too
 BUSY_KW = 0.700 * 0.75 + 0.250  # 0.775 kW per busy card
 IDLE_KW = 0.700 * 0.15 + 0.250  # 0.355 kW per idle card
 IT_KWH = BUSY_KW * ALLOCATED + IDLE_KW * (AVAILABLE - ALLOCATED)  # 86.8 + 96.56 = 183.36 kWh
@@ -35,7 +36,7 @@ TOTAL_COST = COMPUTE_COST + ENERGY_COST  # 308.8537 USD
 ENERGY_OVERHEAD_COST = ENERGY_COST * 0.25 / 1.25  # the PUE share: 9.168 USD
 CO2_TONNES = FACILITY_KWH * 400 / 1e6  # 0.09168 t
 # Chargeback: a used card-hour costs ownership + busy energy = 0.684931 + 0.775 × 1.25 × 0.20.
-USED_RATE = OWNERSHIP_PER_CARD_H + BUSY_KW * 1.25 * 0.20  # 0.878682 USD
+USED_RATE = OWNERSHIP_PER_CARD_HOURS + BUSY_KW * 1.25 * 0.20  # 0.878682 USD
 IDLE_COST = TOTAL_COST - USED_RATE * ALLOCATED  # 308.8537 − 98.4123 = 210.4414 USD
 
 

@@ -1,8 +1,8 @@
 """A cluster without capital cost or rental price: its ownership cost is unknown, never 0.
 
-The cluster "alpha" of tests/accounting/conftest.py with its capital cost removed. Energy is
-still priced (tariff, PUE); total, idle and lost money are no data on every surface, each
-with the reason naming the cluster.
+The cluster "alpha" (`tests.support.builders.alpha_cluster`) with its capital cost removed.
+Energy is still priced (tariff, PUE); total, idle and lost money are no data on every
+surface, each with the reason naming the cluster.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from accounting import selectors
 from planner import services
-from tests.accounting.conftest import DAY_END, DAY_START, sacct_text
-from tests.frontend.test_dashboards_analyses import compute_now
+from tests.support.alpha_usage import DAY_END, DAY_START, sacct_text
+from tests.support.inline import run_analysis_inline
 
 pytestmark = pytest.mark.django_db
 REASON = "cluster alpha has no capital cost or rental price"
@@ -33,7 +33,7 @@ def _analysis(django_capture_on_commit_callbacks):
         analysis = services.start_analysis(
             scope="fleet", period_start=DAY_START, period_end=DAY_END
         )
-    return compute_now(analysis)
+    return run_analysis_inline(analysis)
 
 
 def test_analysis_has_no_total_cost_and_says_why(unpriced, django_capture_on_commit_callbacks):

@@ -13,7 +13,7 @@ from accounting.models import ImportJob
 from accounting.parsing.errors import UsageValidationError
 from accounting.parsing.layouts import DEFAULT_SACCT_COLUMNS
 from accounting.parsing.sacct import read_sacct
-from tests.accounting.conftest import SACCT_LINES, sacct_text
+from tests.support.alpha_usage import SACCT_LINES, sacct_text
 
 
 def _problems(text: str, **options) -> UsageValidationError:

@@ -13,8 +13,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from alerts.models import AlertEvent, AlertRule, RuleState
-from tests.conftest import make_user
-from tests.polling import wait_until
+from tests.support.builders import make_user, stored_fleet_analysis
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -26,19 +26,6 @@ USAGE = (
     "inference-eu,a-1,128,2025-03-01T00:00:00Z,2025-03-02T00:00:00Z,completed,L40S,team-a,ann,,\n"
     "inference-eu,a-2,32,2025-03-02T00:00:00Z,2025-03-03T00:00:00Z,completed,L40S,team-b,bob,,\n"
 )
-
-
-def fleet_analysis(mfu: float):
-    from planner.models import Analysis
-
-    return Analysis.objects.create(
-        scope="fleet",
-        period_start=NOW - dt.timedelta(days=30),
-        period_end=NOW,
-        status="succeeded",
-        results={"summary": {"mfu": mfu, "aggregate_of_products": mfu / 3}},
-        succeeded_at=timezone.now(),
-    )
 
 
 def mfu_rule(**extra) -> AlertRule:
@@ -97,7 +84,7 @@ def test_a_rule_fires_once_per_crossing_through_the_worker(celery_worker, smtp_i
     from alerts.tasks import evaluate_alerts
 
     rule = mfu_rule()
-    analysis = fleet_analysis(mfu=0.30)
+    analysis = stored_fleet_analysis(mfu=0.30, now=NOW)
 
     def evaluated_after(moment):
         evaluate_alerts.delay()
@@ -243,7 +230,7 @@ def test_api_creates_lists_and_acknowledges(client, planner):
     response = client.post("/api/v1/alert-rules/", body, content_type="application/json")
     assert response.status_code == 201, response.content
     assert response.json()["state"] == "no_data"
-    fleet_analysis(mfu=0.1)
+    stored_fleet_analysis(mfu=0.1, now=NOW)
     from alerts.services import evaluate
 
     event = evaluate(AlertRule.objects.get(), NOW)
@@ -282,7 +269,7 @@ def test_team_users_see_only_their_teams_rules(client):
 
 def test_the_page_creates_a_rule_and_acknowledges_its_event(client, planner):
     client.force_login(planner)
-    fleet_analysis(mfu=0.2)
+    stored_fleet_analysis(mfu=0.2, now=NOW)
     form = {
         "name": "Fleet MFU page",
         "metric": "mfu",

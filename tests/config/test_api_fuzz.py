@@ -102,7 +102,7 @@ def with_value(body, path: tuple, value):
 def base_bodies() -> dict[str, dict]:
     """Bodies valid on the demo fleet, so injected values reach the deeper checks."""
     from inventory.models import Site
-    from tests.planner.api.conftest import plan_payload
+    from tests.support.builders import plan_payload
 
     training = {"model_params": 7e9, "tokens": 1e12, "accelerator": "H100 SXM5 80GB", "cards": 64}
     site = Site.objects.order_by("pk").first()
@@ -138,7 +138,7 @@ def send(client, method: str, path: str, text: str, etag: str | None = None):
     extra = {"HTTP_IF_MATCH": etag} if etag else {}
     try:
         response = client.generic(method, path, text, content_type="application/json", **extra)
-    except Exception as exc:  # noqa: BLE001 - a raised view is the 500 we are looking for
+    except Exception as exc:  # a raised view is the 500 we are looking for
         response = Raised(exc)
     return response, time.perf_counter() - started
 

@@ -9,8 +9,8 @@ import datetime as dt
 
 import pytest
 
-from tests.accounting.conftest import SACCT_LINES, alpha, import_text, sacct_text  # noqa: F401
-from tests.memcap import address_space_cap
+from tests.support.alpha_usage import SACCT_LINES, sacct_text
+from tests.support.memcap import address_space_cap
 
 pytestmark = pytest.mark.django_db
 SITES = "/api/v1/sites/"
@@ -18,7 +18,7 @@ PERIOD = {"start": "2024-03-01", "end": "2024-03-02"}
 
 
 @pytest.fixture
-def bad_site(alpha, import_text):  # noqa: F811 - the fixture imported above
+def bad_site(alpha, import_text):
     """A second site "Frankfurt" with its own 16-card cluster and usage; its stored metered
     energies are the ones of the report (1e308 kWh facility, 1e-300 kWh IT)."""
     from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from access.tokens import issue_token
 from config.auth import client_ip
-from tests.test_settings import run_python
+from tests.support.processes import run_python
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,7 @@
 """Bounded work per request (issue: hostile input): every reproduction answers a 400 naming the
 field and its range, or a correct result, fast, with the process's address space capped so a
-blow-up fails the test instead of the machine."""
+blow-up fails the test instead of the machine. (The engine's own limits:
+tests/engine/test_limits.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import time
 
 import pytest
 
-from engine.limits import LIMITS, EngineInputError
-from tests.memcap import address_space_cap, run_capped
+from tests.support.builders import plan_payload
+from tests.support.memcap import address_space_cap
 
 pytestmark = pytest.mark.django_db
 TRAINING = "/api/v1/estimates/training/"
@@ -106,8 +107,6 @@ def test_non_finite_strings_are_400(api, value):
 
 
 def test_a_plan_with_a_billion_layers_is_refused_before_the_worker(planner_api):
-    from tests.planner.api.conftest import plan_payload
-
     payload = plan_payload()
     payload["workload"].update(layers=10**9, hidden_size=12_288, attention_heads=96)
     response, _ = capped(planner_api.post, PLANS, payload, format="json")
@@ -116,8 +115,6 @@ def test_a_plan_with_a_billion_layers_is_refused_before_the_worker(planner_api):
 
 
 def test_a_plan_of_1e30_parameters_is_refused(planner_api):
-    from tests.planner.api.conftest import plan_payload
-
     payload = plan_payload()
     payload["workload"]["model_params"] = 1e30
     response, _ = capped(planner_api.post, PLANS, payload, format="json")
@@ -162,49 +159,3 @@ def test_reports_over_the_whole_accepted_range_answer(api, path):
     query = {"start": "2000-01-01", "end": "2100-12-31", "granularity": "total"}
     response, _ = capped(api.get, f"{ACCOUNTING}{path}", query)
     assert response.status_code == 200, response.content[:500]
-
-
-def test_the_engine_refuses_a_huge_grid_before_allocating():
-    """Called directly (no serializer), the engine still sizes its grid first."""
-    result = run_capped(
-        """
-        from engine.limits import EngineInputError
-        from engine.parallelism import enumerate_splits
-        try:
-            enumerate_splits([1024], [8], layers=10**9, heads=96, global_batch=1536)
-        except EngineInputError as exc:
-            print(sorted(exc.errors))
-        """
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['layers']"
-
-
-def test_the_engine_refuses_huge_workloads_by_field():
-    from engine.capacity import TrainingWorkload
-
-    with pytest.raises(EngineInputError) as refused:
-        TrainingWorkload(params=1e30, tokens=1e308, seq_len=2**63)
-    assert {"params", "tokens", "seq_len"} <= set(refused.value.errors)
-
-
-def test_every_limit_is_finite_and_ordered():
-    for name, bound in LIMITS.items():
-        assert 0 <= bound.low < bound.high < 1e33, name
-        assert bound.unit is not None and bound.why, name
-
-
-def test_the_deployment_doc_lists_every_limit_as_the_code_has_it():
-    from pathlib import Path
-
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
-    section = doc.split("## Input limits", 1)[1].split("\n## ", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        if len(cells) == 5 and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = cells[1:4]
-    expected = {
-        name: [f"{bound.low:g}", f"{bound.high:g}", bound.unit] for name, bound in LIMITS.items()
-    }
-    assert rows == expected

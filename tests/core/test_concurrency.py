@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from inventory.models import Cluster, NodeGroup, Pool, Site
-from tests.conftest import make_user
+from tests.support.builders import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -259,10 +259,10 @@ def test_report_schedules_and_gres_aliases_check_if_match_too(client_for, fleet_
     from accounting.models import GresAlias
     from inventory.catalog import load_catalog
     from inventory.models import AcceleratorModel
-    from tests.reports.test_api import SCHEDULES, VALID
+    from tests.support.builders import SCHEDULES, VALID_SCHEDULE
 
     client = client_for(fleet_admin)
-    created = client.post(SCHEDULES, VALID, format="json")
+    created = client.post(SCHEDULES, VALID_SCHEDULE, format="json")
     assert created.status_code == 201
     load_catalog(AcceleratorModel)
     alias = GresAlias.objects.create(
@@ -279,7 +279,7 @@ def test_report_schedules_and_gres_aliases_check_if_match_too(client_for, fleet_
 
 
 def test_plan_updates_check_if_match(client_for, planner, demo_fleet):
-    from tests.planner.api.conftest import PLANS, plan_payload
+    from tests.support.builders import PLANS, plan_payload
 
     client = client_for(planner)
     created = client.post(PLANS, plan_payload(), format="json")

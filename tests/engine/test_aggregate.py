@@ -14,8 +14,7 @@ from engine.aggregate import aggregate_factors, aggregate_scopes, attribute_wast
 from engine.defaults import PROVENANCES
 from engine.evaluate import evaluate_pools
 from engine.factors import FACTOR_NAMES
-
-from .conftest import A100, H100, V100, group
+from tests.support.engine_rows import A100, H100, V100, group
 
 FACTORS = list(FACTOR_NAMES)
 

@@ -15,8 +15,7 @@ from engine.defaults import (
     resolve_overrides,
 )
 from engine.evaluate import evaluate_pools
-
-from .conftest import H100, group
+from tests.support.engine_rows import H100, group
 
 
 @pytest.mark.parametrize("key", sorted(DEFAULTS))

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from engine.defaults import COOLING_TYPES, FACTOR_FLOOR, UnknownDefaultError
 from engine.evaluate import NodeGroup, evaluate_pool, evaluate_pools
 from engine.factors import FACTOR_NAMES, EngineInputError
-
-from .conftest import A100, ASCEND_910B, H100, V100, group
+from tests.support.engine_rows import A100, ASCEND_910B, H100, V100, group
 
 FACTORS = list(FACTOR_NAMES)
 

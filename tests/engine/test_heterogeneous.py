@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from engine.defaults import DEFAULTS, STRATEGIES
 from engine.evaluate import evaluate_pools
 from engine.heterogeneous import CardGroup, bucket_arrays, bucket_effect
-
-from .conftest import A100, ASCEND_910B, H100, group
+from tests.support.engine_rows import A100, ASCEND_910B, H100, group
 
 SYNC, STATIC, DYNAMIC, SPLIT = range(4)
 

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.inference import InferenceWorkload, evaluate_inference, queueing
-from tests.engine.test_inference import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
+from tests.support.inference_inputs import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
 
 
 def exact_poisson_p95(mean: float) -> int:

@@ -16,7 +16,7 @@ from engine.inference.serving import (
     serving_factors,
     serving_utilization,
 )
-from tests.engine.test_inference import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
+from tests.support.inference_inputs import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
 
 
 def test_pool_mbu_at_capacity_is_the_models_mbu():

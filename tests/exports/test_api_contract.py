@@ -33,7 +33,7 @@ DERANDOMIZE = bool(os.environ.get("CI"))
 def role_user(request, role: str):
     """The user of a role (None for anonymous); the team viewer only sees team-a's usage."""
     from access.models import TeamMembership
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     if role == "anonymous":
         return None

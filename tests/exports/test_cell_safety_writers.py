@@ -9,9 +9,8 @@ import io
 import openpyxl
 import pytest
 
-from tests.access.conftest import team_usage  # noqa: F401
-from tests.accounting.conftest import alpha, import_text  # noqa: F401
-from tests.planner.api.conftest import PLANS, compute_now, plan_payload
+from tests.support.builders import PLANS, plan_payload
+from tests.support.inline import run_plan_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +42,7 @@ def assert_xlsx_safe(content: bytes, hostile: str) -> None:
 
 
 @pytest.fixture
-def hostile_usage(team_usage):  # noqa: F811
+def hostile_usage(team_usage):
     from accounting.models import UsageRecord
     from accounting.rollups import refresh_usage_rollups
 
@@ -105,7 +104,7 @@ def test_plan_option_exports(demo_fleet, client_for, planner):
     client = client_for(planner)
     created = client.post(PLANS, payload, format="json")
     assert created.status_code in (201, 202), created.content
-    compute_now(created.json()["id"])
+    run_plan_inline(created.json()["id"])
     url = f"{PLANS}{created.json()['id']}/options/"
     assert SITE in {row["site"] for row in client.get(url).json()}
     assert_csv_safe(body(client.get(url, {"format": "csv"})), SITE)

@@ -7,7 +7,7 @@ import openpyxl
 import pytest
 
 from core.tabular.renderers import CSVRenderer, XLSXRenderer
-from tests.exports.conftest import csv_rows, xlsx_rows
+from tests.support.tabular import csv_rows, xlsx_rows
 
 HOSTILE = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "=cmd|' /C calc'!A0"]
 

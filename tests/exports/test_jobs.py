@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exports.conftest import assert_xlsx_equals_json, flat_rows, xlsx_rows
-from tests.polling import wait_for_status
+from tests.support.polling import wait_for_status
+from tests.support.tabular import assert_xlsx_equals_json, flat_rows, xlsx_rows
 
 pytestmark = pytest.mark.worker
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.worker
 @pytest.fixture
 def usage(alpha, import_text):
     """Only what the jobs read: three usage records (no analysis or plan writes racing)."""
-    from tests.accounting.conftest import sacct_text
+    from tests.support.alpha_usage import sacct_text
 
     import_text(alpha, sacct_text())
     return alpha

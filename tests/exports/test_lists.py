@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exports.conftest import (
+from tests.support.tabular import (
     REPORT_QUERY,
     assert_csv_equals_json,
     assert_xlsx_equals_json,

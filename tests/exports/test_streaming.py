@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.exports.conftest import csv_rows
+from tests.support.tabular import csv_rows
 
 
 @pytest.mark.django_db
@@ -42,7 +42,7 @@ def test_usage_records_csv_streams_with_constant_queries(client_for, viewer, fle
 
 @pytest.mark.django_db
 def test_streamed_csv_etag_gives_304_until_the_rows_change(client_for, viewer, fleet, import_text):
-    from tests.accounting.conftest import sacct_text
+    from tests.support.alpha_usage import sacct_text
 
     client = client_for(viewer)
     url = "/api/v1/usage-records/?format=csv&team=team-a"

@@ -9,7 +9,7 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from tests.exports.conftest import csv_rows, flat_rows
+from tests.support.tabular import csv_rows, flat_rows
 
 TOKENS = "/api/v1/export-tokens/"
 
@@ -161,7 +161,7 @@ def test_token_links_answer_304_when_nothing_changed(client_for, viewer, fleet):
 
 @pytest.mark.django_db
 def test_an_xlsx_token_link_gives_a_typed_workbook(client_for, viewer, fleet):
-    from tests.exports.conftest import xlsx_rows
+    from tests.support.tabular import xlsx_rows
 
     created = _create(client_for(viewer), "/api/v1/pools/?fields=name,it_power_kw", format="xlsx")
     response, body = _fetch(client_for(None), created["token"])

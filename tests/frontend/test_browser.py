@@ -7,7 +7,7 @@ import re
 import pytest
 
 from inventory.models import NodeGroup, Pool, Site
-from tests.frontend.conftest import TABLET, log_in
+from tests.support.browser import TABLET, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

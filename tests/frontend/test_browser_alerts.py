@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.alerts.test_alerts import fleet_analysis
+from tests.support.builders import stored_fleet_analysis
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +36,7 @@ def evaluate_and_reload(page) -> None:
 def test_an_alert_fires_once_per_crossing_and_is_acknowledged(browser_page, browser_planner):
     from alerts.models import AlertEvent
 
-    analysis = fleet_analysis(mfu=0.30)
+    analysis = stored_fleet_analysis(mfu=0.30)
     page = browser_page
     page.goto("/alerts/")
     page.get_by_label("Name (required)").fill("Fleet MFU watch")

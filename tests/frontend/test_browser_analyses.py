@@ -14,8 +14,7 @@ import pytest
 from inventory.models import Pool
 from planner import services
 from planner.models import Analysis
-from tests.frontend.conftest import TABLET, log_in
-from tests.frontend.test_browser import assert_accessible_basics
+from tests.support.browser import TABLET, assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

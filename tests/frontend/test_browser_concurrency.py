@@ -6,8 +6,8 @@ import pytest
 
 from access.roles import PLANNER
 from inventory.models import Site
-from tests.conftest import make_user
-from tests.frontend.conftest import log_in
+from tests.support.browser import log_in
+from tests.support.builders import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.frontend import usage_data
+from tests.support import usage_data
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -70,7 +70,7 @@ def test_show_without_a_change_changes_nothing(browser_page, usage_records, path
 
 
 def test_new_schedule_form_selects_the_zone_it_will_use(client, django_user_model):
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     admin = make_user("zone-admin", "admin", is_staff=True)
     client.force_login(admin)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.frontend.test_browser import assert_accessible_basics
+from tests.support.browser import assert_accessible_basics
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

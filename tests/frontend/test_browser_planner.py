@@ -12,8 +12,7 @@ import re
 import pytest
 
 from planner.models import Plan
-from tests.frontend.conftest import TABLET, log_in
-from tests.frontend.test_browser import assert_accessible_basics
+from tests.support.browser import TABLET, assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

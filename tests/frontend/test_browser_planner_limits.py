@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from engine.limits import limit
-from tests.planner.api.conftest import compute_now, plan_payload
+from tests.support.builders import plan_payload
+from tests.support.inline import run_plan_inline
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +24,7 @@ def plan(browser_planner):
 
     load_demo_fleet()
     plan = plans.create_plan(owner=browser_planner, **plan_payload())
-    compute_now(plan.pk)
+    run_plan_inline(plan.pk)
     return plan
 
 
@@ -75,7 +76,7 @@ def test_plan_form_refuses_what_the_what_if_refuses(browser_page):
 
 
 def test_options_table_keeps_choose_visible_at_1440(page_factory, browser_planner, plan):
-    from tests.frontend.conftest import log_in
+    from tests.support.browser import log_in
 
     page = page_factory(DESKTOP)
     log_in(page, browser_planner.username, "pw-" + browser_planner.username)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.frontend.conftest import log_in
-from tests.frontend.test_browser_walk import demo  # noqa: F401  (the demo fixture)
+from tests.support.browser import log_in
+from tests.support.demo_site import demo_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,6 +52,12 @@ def _darkness(rgb: str) -> float:
 
 
 @pytest.fixture
+def demo(browser_planner, django_capture_on_commit_callbacks):
+    """The demo with a year of usage, computed; its pages by name (as in test_browser_walk)."""
+    return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
+
+
+@pytest.fixture
 def phone_page(page_factory, browser_planner):
     """A phone-sized page, logged in through the form (before the demo data is loaded)."""
     page = page_factory(PHONE)
@@ -63,7 +69,7 @@ def phone_page(page_factory, browser_planner):
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_page_fits_the_screen_in_both_themes(
     phone_page,
-    demo,  # noqa: F811  (the fixture imported above)
+    demo,
     screenshot,
     scheme,
 ):

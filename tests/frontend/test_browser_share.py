@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import openpyxl
 import pytest
 
-from tests.frontend import usage_data
+from tests.support import usage_data
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

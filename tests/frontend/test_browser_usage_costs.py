@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.frontend import usage_data
-from tests.frontend.conftest import TABLET, log_in
-from tests.frontend.test_browser import assert_accessible_basics
+from tests.support import usage_data
+from tests.support.browser import TABLET, assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,15 +16,12 @@ from django.db.models import Sum
 
 from accounting import services
 from accounting.models import ImportJob, UsageRecord
-from tests.accounting import conftest as accounting_fixtures
-from tests.accounting.conftest import SACCT_LINES, sacct_text
-from tests.frontend.conftest import TABLET, log_in
-from tests.frontend.test_browser import assert_accessible_basics
+from tests.support.alpha_usage import SACCT_LINES, sacct_text
+from tests.support.browser import TABLET, assert_accessible_basics, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 WORKER_TIMEOUT_MS = 60_000
-alpha = accounting_fixtures.alpha
 # Keeps every text the progress bar shows, across the reload it does when the job ends.
 RECORD_PROGRESS_JS = """
 () => {

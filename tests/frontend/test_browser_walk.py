@@ -10,14 +10,11 @@ idle cost, a measured utilization or advice invented from no data.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 import pytest
 
-from tests.frontend.test_dashboards_analyses import compute_now as analyse_now
-from tests.planner.api.conftest import compute_now as plan_now
-from tests.planner.api.conftest import plan_payload
+from tests.support.demo_site import demo_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,66 +34,14 @@ SHOWN = """() => Object.fromEntries([...document.querySelectorAll('form.filters 
   .map(e => [e.name, e.value]))"""
 
 
-def _demo_pages(owner, capture, *, usage: bool) -> dict[str, str]:
-    """The demo fleet (with a year of its usage, or none at all), an analysis, a plan and a
-    weekly report, computed; the pages of the walk by name."""
-    from accounting.demo_usage import load_demo_usage
-    from accounting.rollups import refresh_usage_rollups
-    from inventory.models import Pool
-    from inventory.services import load_demo_fleet
-    from planner import plans, services
-    from reports import periods
-    from reports import services as reports
-    from reports.models import ReportSchedule
-
-    load_demo_fleet()
-    today = dt.datetime.now(dt.UTC).date()
-    if usage:
-        load_demo_usage(today)
-    refresh_usage_rollups()
-    with capture(execute=False):
-        analysis = services.start_analysis(scope="fleet")
-        plan = plans.create_plan(owner=owner, **plan_payload())
-    analysis = analyse_now(analysis)
-    plan_now(plan.pk)
-    schedule = reports.save_schedule(
-        ReportSchedule(
-            name="Demo weekly",
-            frequency="weekly",
-            timezone="UTC",
-            template="efficiency_review",
-            recipient_addresses=["finance@example.com"],
-            formats=["html_email", "xlsx", "print_html"],
-        )
-    )
-    end = dt.datetime.combine(today - dt.timedelta(days=today.weekday()), dt.time(), dt.UTC)
-    report, _ = reports.get_or_create_report(
-        schedule, periods.Period(end - dt.timedelta(days=7), end)
-    )
-    assert reports.generate(report.pk).done
-    pool = Pool.objects.get(name="mixed-a100-h100")
-    return {
-        "Fleet": "/",
-        "Analyses": "/analyses/",
-        "Mixed pool": f"/analyses/{analysis.pk}/pools/{pool.pk}/",
-        "Usage": "/usage/",
-        "Costs": "/costs/",
-        "Planner": "/planner/",
-        "Plan": f"/planner/{plan.pk}/",
-        "Reports": "/reports/",
-        "Report": f"/reports/{report.pk}/",
-        "Print page": f"/reports/{report.pk}/view/",
-    }
-
-
 @pytest.fixture
 def demo(browser_planner, django_capture_on_commit_callbacks):
-    return _demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
+    return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
 
 
 @pytest.fixture
 def no_usage(browser_planner, django_capture_on_commit_callbacks):
-    return _demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=False)
+    return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=False)
 
 
 def _problems(name: str, page) -> list[str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner.api.conftest import compute_now, plan_payload
+from tests.support.builders import plan_payload
+from tests.support.inline import run_plan_inline
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -16,7 +17,7 @@ def test_plan_what_if_recomputes_through_the_shared_script(browser_page, browser
 
     load_demo_fleet()
     plan = plans.create_plan(owner=browser_planner, **plan_payload())
-    compute_now(plan.pk)
+    run_plan_inline(plan.pk)
     page = browser_page
     page.goto(f"/planner/{plan.pk}/")
     days = page.locator('[data-result="days"]')

@@ -3,7 +3,7 @@
 A weekly or daily Costs page charges per calendar month, so it runs the cost model a second
 time; that run only needs each pool-month's money, not the engine's factors. Compared here
 value for value (no tolerance) with the full run on the dashboard data
-(tests/frontend/usage_data.py), over a period wider than the usage records so that hours
+(tests/support/usage_data.py), over a period wider than the usage records so that hours
 without records (priced at the engine's utilization) are in it too.
 """
 
@@ -14,17 +14,13 @@ import datetime as dt
 import pandas as pd
 import pytest
 
-from tests.frontend import test_dashboards_usage_costs as dashboard_tests
+from tests.support.usage_data import aware
 
 pytestmark = pytest.mark.django_db
 
 # A month before and after the records: uncovered hours on both sides.
 WIDE_START = dt.date(2024, 5, 1)
 WIDE_END = dt.date(2024, 10, 1)
-
-
-usage = dashboard_tests.usage  # the dashboard data of tests/frontend/usage_data.py
-aware = dashboard_tests.aware
 
 
 def both_runs(granularity: str, cluster_ids, idle_rule: str = "proportional"):

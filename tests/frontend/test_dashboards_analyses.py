@@ -1,7 +1,8 @@
 """Fleet overview, analyses pages, the five-factor waterfall and the heterogeneous pool view.
 
 Analyses are computed here without a worker (the engine bridge called in-process, as the
-tasks do), so the pages are checked against the numbers the analysis stored.
+tasks do: tests/support/inline.py), so the pages are checked against the numbers the analysis
+stored. `fleet_analysis` and `mixed_pool` are the shared fixtures of tests/support/fixtures.
 """
 
 from __future__ import annotations
@@ -9,16 +10,15 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
 import re
 import uuid
 
 import pytest
 
-from inventory.models import Pool
-from planner import analysis as bridge
 from planner import services
-from planner.models import Analysis, AnalysisPart
+from planner.models import Analysis
+from tests.support.charts import plotted_figure, plotted_traces
+from tests.support.inline import run_analysis_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -30,55 +30,6 @@ LABELS = {
     "effective_time": "Effective training time",
     "utilization": "Utilization",
 }
-
-
-def compute_now(analysis: Analysis) -> Analysis:
-    """Run the analysis in this process, through the same bridge and service calls as the tasks."""
-    parts = []
-    for cluster_id in services.clusters_in_scope(analysis.scope, analysis.object_id):
-        rows, inputs = bridge.evaluate_cluster(analysis, cluster_id)
-        parts.append(
-            AnalysisPart.objects.create(
-                analysis=analysis,
-                run_id=analysis.run_id,
-                cluster_id=cluster_id,
-                pool_rows=rows,
-                inputs=inputs,
-            )
-        )
-    results, snapshot = bridge.summarise(analysis, parts)
-    assert services.finish(
-        analysis.pk, str(analysis.run_id), results=results, input_snapshot=snapshot
-    )
-    analysis.refresh_from_db()
-    return analysis
-
-
-@pytest.fixture
-def fleet_analysis(demo_fleet, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=False):
-        analysis = services.start_analysis(scope="fleet")
-    return compute_now(analysis)
-
-
-@pytest.fixture
-def mixed_pool(demo_fleet):
-    return Pool.objects.get(name="mixed-a100-h100")
-
-
-def plotted_figure(html: str, dom_id: str) -> tuple[list[dict], dict]:
-    """The traces and layout plotly.js is given for one chart, read from the page's script."""
-    start = html.index(f'Plotly.newPlot(                        "{dom_id}",')
-    decoder = json.JSONDecoder()
-    body = html[html.index("[", start) :]
-    traces, end = decoder.raw_decode(body)
-    rest = body[end:]
-    layout, _ = decoder.raw_decode(rest[rest.index("{") :])
-    return traces, layout
-
-
-def plotted_traces(html: str, dom_id: str) -> list[dict]:
-    return plotted_figure(html, dom_id)[0]
 
 
 def csv_rows(client, url: str) -> list[dict]:
@@ -412,7 +363,7 @@ def test_every_chart_is_titled_with_axis_units_and_hover(
 def test_fleet_analysis_without_cards_says_so(client, planner, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet")
-    compute_now(analysis)
+    run_analysis_inline(analysis)
     client.force_login(planner)
     html = client.get("/").content.decode()
     assert "found no cards" in html and "Recompute fleet analysis" in html

@@ -17,32 +17,11 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from tests.conftest import make_user
-from tests.planner.api.conftest import compute_now, plan_payload, usd_to_eur_rate
+from tests.support.builders import make_user, plan_payload
 
 pytestmark = pytest.mark.django_db
 
 PLANNER_URL = "/planner/"
-
-
-@pytest.fixture
-def owner(db):
-    return make_user("plan-owner", "planner")
-
-
-@pytest.fixture
-def plan(owner, demo_fleet, django_capture_on_commit_callbacks):
-    """The demo payload (Baidu 2023 on A100/H100 at two sites plus the mixed pool), computed."""
-    from planner import plans
-
-    usd_to_eur_rate()  # the catalog's USD cards priced at the EUR site
-    body = plan_payload()
-    with django_capture_on_commit_callbacks(execute=False):
-        created = plans.create_plan(owner=owner, **body)
-    compute_now(created.pk)
-    created.refresh_from_db()
-    assert created.status == "succeeded"
-    return created
 
 
 def logged_in(client, user):

@@ -1,5 +1,5 @@
 """Usage and Costs dashboards: access, filters, numbers against the API, query counts, and the
-daily rollups they read against the raw usage records (data: tests/frontend/usage_data.py)."""
+daily rollups they read against the raw usage records (data: tests/support/usage_data.py)."""
 
 from __future__ import annotations
 
@@ -15,26 +15,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.frontend import usage_data
-from tests.frontend.usage_data import PERIOD_END, PERIOD_START
+from tests.support import usage_data
+from tests.support.usage_data import PERIOD_END, PERIOD_START, aware
 
 pytestmark = pytest.mark.django_db
 
 QUERY = {"start": PERIOD_START.isoformat(), "end": PERIOD_END.isoformat()}
 REL = 1e-9
-
-
-@pytest.fixture
-def usage(demo_fleet):
-    from accounting.rollups import refresh_usage_rollups
-
-    counts = usage_data.load_usage()
-    refresh_usage_rollups()
-    return counts
-
-
-def aware(day: dt.date) -> dt.datetime:
-    return timezone.make_aware(dt.datetime.combine(day, dt.time()))
 
 
 def scope(granularity="week", group_by=("cluster",), **extra):

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from frontend.dashboards.analysis_selectors import SINGLE_JOB_STRATEGIES, STRATEGY_LABELS
-from tests.frontend.test_dashboards_analyses import fleet_analysis, mixed_pool  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -16,8 +15,8 @@ pytestmark = pytest.mark.django_db
 def test_the_page_names_the_best_single_job_strategy_beside_the_split(
     client,
     viewer,
-    fleet_analysis,  # noqa: F811
-    mixed_pool,  # noqa: F811
+    fleet_analysis,
+    mixed_pool,
 ):
     stored = next(p for p in fleet_analysis.results["pools"] if p["pool_id"] == mixed_pool.pk)
     assert stored["recommended_strategy"] == "split_homogeneous"  # h = 1 by definition
@@ -40,8 +39,8 @@ def test_the_page_names_the_best_single_job_strategy_beside_the_split(
 def test_a_single_job_recommendation_asks_nothing_more(
     client,
     viewer,
-    fleet_analysis,  # noqa: F811
-    mixed_pool,  # noqa: F811
+    fleet_analysis,
+    mixed_pool,
 ):
     results = fleet_analysis.results
     pool = next(p for p in results["pools"] if p["pool_id"] == mixed_pool.pk)
@@ -55,12 +54,12 @@ def test_a_single_job_recommendation_asks_nothing_more(
 def test_the_chart_and_the_table_show_the_same_rounded_h(
     client,
     viewer,
-    fleet_analysis,  # noqa: F811
-    mixed_pool,  # noqa: F811
+    fleet_analysis,
+    mixed_pool,
 ):
     """One formatter for h: at an exact half (0.5625, 0.3125) Python's "%.3f" rounds to even
     (0.562) where the table rounds half up (0.563); the chart must say what the table says."""
-    from tests.frontend.test_dashboards_analyses import plotted_traces
+    from tests.support.charts import plotted_traces
 
     results = fleet_analysis.results
     pool = next(p for p in results["pools"] if p["pool_id"] == mixed_pool.pk)

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from tests.frontend.test_inference_page import QUERY
+from tests.support.inference_inputs import TAB_QUERY as QUERY
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_changed_inputs_through_the_tab_recompute_the_plan(client_for, planner, 
 
 def test_only_the_owner_or_an_admin_changes_or_recomputes(client_for, fleet_admin, saved):
     from access.roles import PLANNER
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     other = client_for(make_user("someone-else", PLANNER))
     recompute = reverse("frontend:inference-plan-recompute", args=[saved.pk])

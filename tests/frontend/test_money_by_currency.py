@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from tests.accounting.test_money_path import hand_card
+from tests.support.builders import hand_card
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """An inventory without usage shows "no data" everywhere: no zeros, no floors, no advice.
 
-The cluster "alpha" (16 H100, planned utilization 70 %) of tests/accounting/conftest.py, with
-no usage imported, then with usage for part of a 30-day period. Every surface is checked:
+The cluster "alpha" (16 H100, planned utilization 70 %; `tests.support.builders.alpha_cluster`),
+with no usage imported, then with usage for part of a 30-day period. Every surface is checked:
 the stored analysis, Fleet, the analysis page, Usage, Costs, the accounting API and a report.
 """
 
@@ -18,15 +18,13 @@ from planner import services
 from reports import content, periods
 from reports import services as report_services
 from reports.models import ReportSchedule
-from tests.accounting import conftest as accounting_fixtures
-from tests.frontend.test_dashboards_analyses import compute_now
+from tests.support.inline import run_analysis_inline
 
 pytestmark = pytest.mark.django_db
-alpha = accounting_fixtures.alpha  # the 16-card cluster fixture
 
 
 @pytest.fixture
-def cluster(alpha):  # noqa: F811  (pytest passes the fixture above)
+def cluster(alpha):
     return alpha
 
 
@@ -41,7 +39,7 @@ INVENTED = re.compile(r"1e-0?6|0\.000001|\b(?:inf|nan|NaN|None)\b|n/a")
 def _analysis(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    return compute_now(analysis)
+    return run_analysis_inline(analysis)
 
 
 def _jobs(cluster, days: int) -> None:
@@ -263,7 +261,7 @@ def test_partial_coverage_prices_the_whole_period_on_every_surface(
 def test_usage_table_without_sreport_shows_downtime_as_unknown_not_zero(client, viewer, demo_fleet):
     from accounting.models import SreportUtilization
     from accounting.rollups import refresh_usage_rollups
-    from tests.frontend import usage_data
+    from tests.support import usage_data
 
     usage_data.load_usage(count=20)
     SreportUtilization.objects.all().delete()  # job records only, no sreport report

@@ -1,7 +1,7 @@
 """The Usage, Costs and planner charts are written as plain plotly.js JSON, which nothing
 validates in Python on the page's path (`frontend.charts.plain_figure`): every figure they
 embed must still be a valid Plotly figure, each trace on an axis its layout has, one panel
-per currency (data: tests/frontend/usage_data.py; two currencies, EUR and USD)."""
+per currency (data: tests/support/usage_data.py; two currencies, EUR and USD)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import pytest
 from django.urls import reverse
 
-from tests.frontend import usage_data
-from tests.frontend.usage_data import PERIOD_END, PERIOD_START
+from tests.support import usage_data
+from tests.support.usage_data import PERIOD_END, PERIOD_START
 
 pytestmark = pytest.mark.django_db
 

@@ -7,12 +7,10 @@ import re
 
 import pytest
 
-from tests.frontend.test_dashboards_planner import owner, plan  # noqa: F401 (fixtures)
-
 pytestmark = pytest.mark.django_db
 
 
-def test_options_table_states_utilization_and_running_days(client, viewer, plan):  # noqa: F811
+def test_options_table_states_utilization_and_running_days(client, viewer, plan):
     client.force_login(viewer)
     html = client.get(f"/planner/{plan.pk}/").content.decode()
     assert "Days = running days ÷ utilization" in html

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_user
-from tests.planner.api.conftest import compute_now, plan_payload, usd_to_eur_rate
+from tests.support.builders import make_user, plan_payload, usd_to_eur_rate
+from tests.support.inline import run_plan_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +18,7 @@ def plan(demo_fleet, django_capture_on_commit_callbacks):
     owner = make_user("band-owner", "planner")
     with django_capture_on_commit_callbacks(execute=False):
         created = plans.create_plan(owner=owner, **plan_payload())
-    compute_now(created.pk)
+    run_plan_inline(created.pk)
     created.refresh_from_db()
     assert created.status == "succeeded"
     return created

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 
 from accounting.models import ServingLoad
-from tests.accounting import conftest as accounting_fixtures
 
 pytestmark = pytest.mark.django_db
-alpha = accounting_fixtures.alpha  # the 16-card cluster fixture (pool "h100", training)
 
 FORM = {
     "period_start": "2024-03-01",
@@ -25,7 +23,7 @@ FORM = {
 
 
 @pytest.fixture
-def serving_pool(alpha):  # noqa: F811  (pytest passes the fixture above)
+def serving_pool(alpha):
     pool = alpha.pools.get()
     pool.purpose = "inference"
     pool.save()
@@ -55,7 +53,7 @@ def test_out_of_range_values_are_form_errors(serving_pool, client, planner):
     assert not ServingLoad.objects.exists()
 
 
-def test_a_training_pool_has_no_serving_section(alpha, client, viewer):  # noqa: F811
+def test_a_training_pool_has_no_serving_section(alpha, client, viewer):
     client.force_login(viewer)
     page = client.get(f"/inventory/pools/{alpha.pools.get().pk}/").content.decode()
     assert "Serving loads" not in page
@@ -117,7 +115,7 @@ def test_a_planner_deletes_a_serving_load_after_confirming(serving_pool, client,
 
 
 def test_viewers_and_other_pools_urls_cannot_change_a_load(serving_pool, client, planner, viewer):
-    from tests.accounting.conftest import add_h100_pool
+    from tests.support.builders import add_h100_pool
 
     load = _load(serving_pool)
     other = add_h100_pool(serving_pool.cluster, "other", purpose="inference")
@@ -141,7 +139,7 @@ def test_editing_or_deleting_a_load_makes_the_pools_analyses_stale(
     import datetime as dt
 
     from planner import services
-    from tests.frontend.test_dashboards_analyses import compute_now
+    from tests.support.inline import run_analysis_inline
 
     load = _load(serving_pool)
     with django_capture_on_commit_callbacks(execute=False):
@@ -150,7 +148,7 @@ def test_editing_or_deleting_a_load_makes_the_pools_analyses_stale(
             period_start=dt.datetime(2024, 3, 1, tzinfo=dt.UTC),
             period_end=dt.datetime(2024, 4, 1, tzinfo=dt.UTC),
         )
-    analysis = compute_now(analysis)
+    analysis = run_analysis_inline(analysis)
     client.force_login(planner)
     base = f"/inventory/pools/{serving_pool.pk}/serving-loads/{load.pk}"
     for action, step in (

@@ -15,7 +15,6 @@ from django.test import Client
 from django.urls import reverse
 
 from core import timerange
-from tests.frontend.test_dashboards_analyses import fleet_analysis  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -213,7 +212,7 @@ def test_chart_downloads_carry_the_period(client_for, viewer):
     assert 'filename="usage-breakdown_2024-06-01_2024-08-31.xlsx"' in answer["Content-Disposition"]
 
 
-def test_analysis_scope_breadcrumb_goes_back_up(client, viewer, fleet_analysis):  # noqa: F811
+def test_analysis_scope_breadcrumb_goes_back_up(client, viewer, fleet_analysis):
     cluster_id = fleet_analysis.results["clusters"][0]["cluster_id"]
     client.force_login(viewer)
     body = client.get(f"/analyses/{fleet_analysis.pk}/?scope=cluster-{cluster_id}")

@@ -1,7 +1,7 @@
 """Usage import pages: the upload form (errors next to their field), the job page with its
 progress and result, retry, the list of imports; imports run on a real Celery worker.
 
-Expected numbers come from the hand-checked jobs of tests/accounting/conftest.py: the sacct
+Expected numbers come from the hand-checked jobs of tests/support/alpha_usage.py: the sacct
 file holds 3 GPU jobs of 48, 48 and 16 card-hours (plus 2 steps, a pending and a CPU job
 that are skipped); the CSV holds 8 cards × 6 h and 4 cards × 12 h.
 """
@@ -15,15 +15,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Sum
 
 from accounting.models import ImportJob, UsageRecord
-from tests.accounting import conftest as accounting_fixtures
-from tests.accounting.conftest import CSV_TEXT, SACCT_LINES, sacct_text
-from tests.conftest import make_user
-from tests.polling import wait_for_status
+from tests.support.alpha_usage import CSV_TEXT, SACCT_LINES, sacct_text
+from tests.support.builders import make_user
+from tests.support.polling import wait_for_status
 
 IMPORT_URL = "/usage/import/"
 LIST_URL = "/usage/imports/"
-# The 16-card cluster "alpha" of Test DC, shared with the accounting tests.
-alpha = accounting_fixtures.alpha
 
 
 def detail_url(job_id: int) -> str:

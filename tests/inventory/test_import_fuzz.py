@@ -1,6 +1,6 @@
-"""Imports under bad input, end to end: the inventory bulk import (paste, CSV, XLSX) and usage
-uploads. Each bad file is refused with a row/line and column, or as a whole with a clear
-message; nothing is stored; no request answers 500."""
+"""The inventory bulk import (paste, CSV, XLSX) under bad input, end to end. Each bad file is
+refused with a row and column, or as a whole with a clear message; nothing is stored; no
+request answers 500. (Usage uploads: tests/accounting/test_import_fuzz.py.)"""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting import services as usage_services
-from accounting.models import ImportJob, UsageRecord
 from inventory.imports import (
     ImportFileError,
     ImportRejected,
@@ -20,7 +18,7 @@ from inventory.imports import (
     parse_upload,
 )
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
-from tests.hardening.test_parser_fuzz import NASTY, xlsx_bytes, zip_bomb
+from tests.support.hostile import NASTY, xlsx_bytes, zip_bomb
 
 pytestmark = pytest.mark.django_db
 DB_FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -158,52 +156,3 @@ def test_import_pages_answer_bad_files_with_a_message(client, planner, demo_flee
         assert 'class="errorlist' in response.content.decode()
     response = client.post("/inventory/import/sites/", {"pasted_rows": "name\tpue\n" + "x" * 10**7})
     assert response.status_code in (200, 302)
-
-
-# --- usage uploads ------------------------------------------------------------------------------
-
-
-def test_usage_upload_of_a_zip_bomb_is_refused_at_once(client_for, planner, demo_fleet):
-    cluster = Cluster.objects.get(name="train-hetero")
-    response = client_for(planner).post(
-        "/api/v1/usage-records/import/",
-        {"file": upload("usage.xlsx", zip_bomb(300)), "kind": "xlsx", "cluster": cluster.pk},
-        format="multipart",
-    )
-    assert response.status_code == 400
-    assert "looks like a zip bomb" in response.json()["file"]
-    not_a_workbook = client_for(planner).post(
-        "/api/v1/usage-records/import/",
-        {"file": upload("usage.xlsx", b"PK\x03\x04 cut"), "kind": "xlsx", "cluster": cluster.pk},
-        format="multipart",
-    )
-    assert not_a_workbook.status_code == 400
-    assert "not a readable zip archive" in not_a_workbook.json()["file"]
-    assert not ImportJob.objects.exists()
-
-
-@pytest.mark.parametrize(
-    ("kind", "content"),
-    [
-        ("sacct", b"JobID|Start\n1|" + "é|±|\x7f|\\|".encode() * 400),
-        ("sreport", b"Cluster|TRES Name|Allocated\nalpha|gres/gpu|NaN\n"),
-        ("csv", b"\xef\xbb\xbfcluster,job_id,cards\n" + b"a,b,1e999\n" * 5),
-        ("xlsx", xlsx_bytes([["cluster", "job_id", "cards"], ["train-hetero", "1", "=1/0"]])),
-    ],
-)
-def test_bad_usage_files_fail_their_job_by_line_and_store_nothing(
-    client_for, planner, demo_fleet, kind, content
-):
-    cluster = Cluster.objects.get(name="train-hetero")
-    answer = client_for(planner).post(
-        "/api/v1/usage-records/import/",
-        {"file": upload(f"usage.{kind}", content), "kind": kind, "cluster": cluster.pk},
-        format="multipart",
-    )
-    assert answer.status_code == 202, answer.content
-    job = ImportJob.objects.get(pk=answer.json()["id"])
-    usage_services.run_import_job(job.pk, str(job.run_id))  # what the worker does
-    job.refresh_from_db()
-    assert job.status == "failed"
-    assert job.issues and all(issue.startswith("line ") for issue in job.issues), job.issues
-    assert UsageRecord.objects.count() == 0

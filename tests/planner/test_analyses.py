@@ -15,7 +15,7 @@ from django.db import connection
 from inventory.models import NodeGroup, Pool, Site
 from planner import services
 from planner.models import Analysis, AnalysisPart
-from tests.polling import progress_recorder, wait_for_status
+from tests.support.polling import progress_recorder, wait_for_status
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTORS = ["energy", "mfu", "scaling", "effective_time", "utilization"]

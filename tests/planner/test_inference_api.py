@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.memcap import address_space_cap
+from tests.support.memcap import address_space_cap
 
 pytestmark = pytest.mark.django_db
 

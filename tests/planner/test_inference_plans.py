@@ -7,7 +7,7 @@ import io
 import pandas as pd
 import pytest
 
-from tests.planner.test_inference_api import LLAMA_70B
+from tests.support.inference_inputs import LLAMA_70B
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_changed_inputs_are_recomputed_and_others_may_not_change_it(
     client_for, planner, fleet_admin, saved
 ):
     from access.roles import PLANNER
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     other = make_user("other-planner", PLANNER)
     body = {"inputs": {**INPUTS, "requests_per_s": 40}}

@@ -8,19 +8,18 @@ import pytest
 
 from inventory.models import AcceleratorModel, NodeGroup, Pool
 from planner import services
-from tests.accounting import conftest as accounting_fixtures
-from tests.frontend.test_dashboards_analyses import compute_now
+from tests.support.builders import add_h100_pool
+from tests.support.inline import run_analysis_inline
 
 pytestmark = pytest.mark.django_db
-alpha = accounting_fixtures.alpha  # the 16-card cluster fixture
 
 START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 END = dt.datetime(2024, 3, 31, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def with_inference(alpha):  # noqa: F811  (pytest passes the fixture above)
-    accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
+def with_inference(alpha):
+    add_h100_pool(alpha, "serving", purpose="inference")
     return alpha
 
 
@@ -29,7 +28,7 @@ def test_inference_pools_carry_the_serving_definitions_note(
 ):
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    analysis = compute_now(analysis)
+    analysis = run_analysis_inline(analysis)
     rows = {row["pool"]: row for row in analysis.results["pools"]}
     assert rows["serving"]["factor_note"].startswith("inference pool: serving definitions")
     assert rows["h100"]["factor_note"] == ""
@@ -49,15 +48,16 @@ def test_inference_pools_carry_the_serving_definitions_note(
     assert "Inference pool: serving definitions" in pool_page
 
 
-def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_on_commit_callbacks):  # noqa: F811
-    from tests.accounting.conftest import sacct_text
+def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_on_commit_callbacks):
+    from tests.support.alpha_usage import sacct_text
+    from tests.support.builders import import_usage_text
 
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    analysis = compute_now(analysis)
+    analysis = run_analysis_inline(analysis)
     assert not analysis.stale and analysis.stale_reason == ""
     with django_capture_on_commit_callbacks(execute=True):
-        accounting_fixtures.import_text.__wrapped__()(alpha, sacct_text())
+        import_usage_text(alpha, sacct_text())
     analysis.refresh_from_db()
     assert analysis.stale
     assert analysis.stale_reason == "usage imported for cluster alpha, 2024-03-01 to 2024-03-01."
@@ -69,10 +69,10 @@ def test_a_usage_import_names_itself_as_the_stale_reason(alpha, django_capture_o
     assert analysis.stale_reason == "Pool h100-renamed (cluster alpha) was edited after this run."
 
 
-def test_an_inventory_edit_names_what_changed(alpha, django_capture_on_commit_callbacks):  # noqa: F811
+def test_an_inventory_edit_names_what_changed(alpha, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    analysis = compute_now(analysis)
+    analysis = run_analysis_inline(analysis)
     pool = alpha.pools.get()
     with django_capture_on_commit_callbacks(execute=True):
         group = NodeGroup.objects.filter(pool=pool).first()
@@ -106,14 +106,14 @@ def test_an_inventory_edit_names_what_changed(alpha, django_capture_on_commit_ca
 )
 def test_meter_readings_are_measured_only_inside_their_period(
     alpha, django_capture_on_commit_callbacks, metered, provenance, basis
-):  # noqa: F811
+):
     site = alpha.site
     site.metered_facility_energy_kwh, site.metered_it_energy_kwh = 1300.0, 1000.0
     site.metered_period_start, site.metered_period_end = metered
     site.save()
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    pool = compute_now(analysis).results["pools"][0]
+    pool = run_analysis_inline(analysis).results["pools"][0]
     assert pool["energy"] == pytest.approx(1 / 1.3)  # the meters' PUE either way
     assert (pool["energy_provenance"], pool["energy_basis"]) == (provenance, basis)
 

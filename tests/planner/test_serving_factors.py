@@ -13,11 +13,10 @@ from engine.factors import FACTOR_NAMES
 from engine.inference.sizing import InferenceWorkload, evaluate_inference
 from inventory.models import AcceleratorModel, Pool
 from planner import services
-from tests.accounting import conftest as accounting_fixtures
-from tests.frontend.test_dashboards_analyses import compute_now
+from tests.support.builders import add_h100_pool
+from tests.support.inline import run_analysis_inline
 
 pytestmark = pytest.mark.django_db
-alpha = accounting_fixtures.alpha  # the 16-card cluster fixture (pool "h100", training)
 
 START = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 END = dt.datetime(2024, 3, 31, tzinfo=dt.UTC)
@@ -32,14 +31,14 @@ REPAIR_H = 0.25  # engine.defaults restart_h, the documented serving repair time
 
 
 @pytest.fixture
-def serving_pool(alpha):  # noqa: F811  (pytest passes the fixture above)
-    return accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
+def serving_pool(alpha):
+    return add_h100_pool(alpha, "serving", purpose="inference")
 
 
 def rows_of(django_capture_on_commit_callbacks) -> dict[str, dict]:
     with django_capture_on_commit_callbacks(execute=False):
         analysis = services.start_analysis(scope="fleet", period_start=START, period_end=END)
-    analysis = compute_now(analysis)
+    analysis = run_analysis_inline(analysis)
     return {row["pool"]: row for row in analysis.results["pools"]}, analysis
 
 
@@ -104,9 +103,9 @@ def test_without_a_load_mbu_is_the_default_and_availability_is_modeled(
     assert_product_and_shares_consistent(row)
 
 
-def test_a_training_pool_is_unchanged(alpha, django_capture_on_commit_callbacks):  # noqa: F811
+def test_a_training_pool_is_unchanged(alpha, django_capture_on_commit_callbacks):
     before, _ = rows_of(django_capture_on_commit_callbacks)
-    pool = accounting_fixtures.add_h100_pool(alpha, "serving", purpose="inference")
+    pool = add_h100_pool(alpha, "serving", purpose="inference")
     add_load(pool)
     after, _ = rows_of(django_capture_on_commit_callbacks)
     old, new = before["h100"], after["h100"]

@@ -24,9 +24,9 @@ DAYS = (dt.date(2026, 3, 2), dt.date(2026, 3, 3))
 CARDS = 4  # pool train: 2 nodes × 2 H100
 TENSOR_ALL_TIME = 0.3  # mean tensor activity over every covered hour
 CLOCK_MHZ, MAX_CLOCK_MHZ = 1500.0, 1980.0
-ALLOCATED_CARD_H_PER_DAY = 64.0  # of 96: the rest of the day the cards were not allocated
+ALLOCATED_CARD_HOURS_PER_DAY = 64.0  # of 96: the rest of the day the cards were not allocated
 # All the tensor work was done while allocated: 0.3 × 96 card-h ÷ 64 card-h = 0.45.
-TENSOR_ALLOCATED = TENSOR_ALL_TIME * CARDS * 24 / ALLOCATED_CARD_H_PER_DAY
+TENSOR_ALLOCATED = TENSOR_ALL_TIME * CARDS * 24 / ALLOCATED_CARD_HOURS_PER_DAY
 PROXY = TENSOR_ALLOCATED * CLOCK_MHZ / MAX_CLOCK_MHZ
 
 
@@ -70,7 +70,7 @@ def write_rollups(cluster, days=DAYS, jobs=True) -> None:
         if jobs:
             JobDay.objects.create(
                 day=day, cluster=cluster, pool=group.pool, account="nlp", job_id="101",
-                allocated_card_hours=ALLOCATED_CARD_H_PER_DAY, active_card_hours=48.0,
+                allocated_card_hours=ALLOCATED_CARD_HOURS_PER_DAY, active_card_hours=48.0,
                 tensor_card_hours=TENSOR_ALL_TIME * CARDS * 24, idle_card_hours=0.0,
                 energy_kwh=30.0,
             )  # fmt: skip

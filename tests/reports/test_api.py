@@ -9,26 +9,15 @@ from openpyxl import load_workbook
 
 from reports import periods, services
 from reports.models import Report, ReportSchedule
-from tests.reports.conftest import APR, MAR
+from tests.support.builders import APR, MAR, SCHEDULES, VALID_SCHEDULE
 
 pytestmark = pytest.mark.django_db
 
-SCHEDULES = "/api/v1/report-schedules/"
 REPORTS = "/api/v1/reports/"
-VALID = {
-    "name": "Cluster alpha weekly",
-    "scope": "fleet",
-    "template": "utilization",
-    "frequency": "weekly",
-    "send_time": "08:00",
-    "timezone": "America/New_York",
-    "recipient_addresses": ["owner@example.com"],
-    "formats": ["html_email", "xlsx"],
-}
 
 
 def test_admins_create_schedules_with_the_next_local_firing(client_for, fleet_admin):
-    response = client_for(fleet_admin).post(SCHEDULES, VALID, format="json")
+    response = client_for(fleet_admin).post(SCHEDULES, VALID_SCHEDULE, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["owner"] == fleet_admin.pk
@@ -43,7 +32,7 @@ def test_viewers_and_planners_cannot_change_schedules(request, client_for, user_
     user = request.getfixturevalue(user_fixture)
     client = client_for(user)
     assert client.get(SCHEDULES).status_code == 200
-    assert client.post(SCHEDULES, VALID, format="json").status_code == 403
+    assert client.post(SCHEDULES, VALID_SCHEDULE, format="json").status_code == 403
     schedule = services.save_schedule(ReportSchedule(name="x"))
     assert client.patch(f"{SCHEDULES}{schedule.pk}/", {"enabled": False}).status_code == 403
     assert client.delete(f"{SCHEDULES}{schedule.pk}/").status_code == 403
@@ -70,7 +59,7 @@ def test_no_role_and_anonymous_read_nothing(client_for, no_role_user):
     ],
 )
 def test_bad_input_names_the_field(client_for, fleet_admin, change, field, fragment):
-    response = client_for(fleet_admin).post(SCHEDULES, {**VALID, **change}, format="json")
+    response = client_for(fleet_admin).post(SCHEDULES, {**VALID_SCHEDULE, **change}, format="json")
     assert response.status_code == 400
     errors = response.json()
     assert field in errors, errors
@@ -79,7 +68,7 @@ def test_bad_input_names_the_field(client_for, fleet_admin, change, field, fragm
 
 def test_admins_pause_and_resume_by_patch(client_for, fleet_admin):
     client = client_for(fleet_admin)
-    schedule_id = client.post(SCHEDULES, VALID, format="json").json()["id"]
+    schedule_id = client.post(SCHEDULES, VALID_SCHEDULE, format="json").json()["id"]
     paused = client.patch(f"{SCHEDULES}{schedule_id}/", {"enabled": False}, format="json").json()
     assert paused["enabled"] is False and paused["next_run_at"] is None
     resumed = client.patch(f"{SCHEDULES}{schedule_id}/", {"enabled": True}, format="json").json()

@@ -9,8 +9,8 @@ import pytest
 
 from reports import periods, services
 from reports.models import ReportSchedule
-from tests.frontend.conftest import log_in
-from tests.reports.conftest import APR, MAR
+from tests.support.browser import log_in
+from tests.support.builders import APR, MAR
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

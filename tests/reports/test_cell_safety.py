@@ -11,7 +11,8 @@ from openpyxl import load_workbook
 
 from reports import content, services
 from reports.models import Report
-from tests.reports.test_generation import MARCH, make_schedule
+from tests.support.builders import MARCH
+from tests.support.builders import fleet_monthly_schedule as make_schedule
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from email import message_from_bytes
@@ -13,30 +12,12 @@ from django.core import mail
 from django.db import connection
 from django.test import override_settings
 
-from reports import periods, services
-from reports.models import Report, ReportSchedule, ReportStatus
-from tests.reports.conftest import APR, MAR
-
-MARCH = periods.Period(MAR, APR)
-
-
-def make_schedule(**extra) -> ReportSchedule:
-    values = {
-        "name": "Finance monthly",
-        "frequency": "monthly",
-        "timezone": "UTC",
-        "template": "cost_chargeback",
-        "recipient_addresses": ["finance@example.com"],
-        "formats": ["html_email", "xlsx", "csv", "print_html"],
-    }
-    values.update(extra)
-    return services.save_schedule(ReportSchedule(**values))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from reports import services
+from reports.models import Report, ReportStatus
+from tests.support.builders import MARCH
+from tests.support.builders import finance_monthly_schedule as make_schedule
+from tests.support.net import free_port
+from tests.support.smtp import FlakySMTP
 
 
 def generated_report(schedule=None) -> Report:
@@ -124,21 +105,6 @@ def test_no_recipients_means_archived_not_sent(report_fleet):
     report.refresh_from_db()
     assert report.status == ReportStatus.GENERATED
     assert mail.outbox == []
-
-
-class FlakySMTP:
-    """An aiosmtpd handler that answers 451 (try again later) to the first message."""
-
-    def __init__(self, failures: int = 1):
-        self.failures = failures
-        self.received: list[bytes] = []
-
-    async def handle_DATA(self, server, session, envelope):
-        if self.failures > 0:
-            self.failures -= 1
-            return "451 4.3.0 Temporarily unable to accept mail"
-        self.received.append(envelope.content)
-        return "250 OK"
 
 
 @pytest.fixture

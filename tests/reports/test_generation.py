@@ -7,26 +7,12 @@ import io
 import pytest
 from openpyxl import load_workbook
 
-from reports import content, periods, services
-from reports.models import Report, ReportSchedule, ReportStatus
-from tests.reports.conftest import APR, FEB, MAR
+from reports import content, services
+from reports.models import Report, ReportStatus
+from tests.support.builders import APR, FEB, MAR, MARCH
+from tests.support.builders import fleet_monthly_schedule as make_schedule
 
 pytestmark = pytest.mark.django_db
-
-MARCH = periods.Period(MAR, APR)
-
-
-def make_schedule(**extra) -> ReportSchedule:
-    values = {
-        "name": "Fleet monthly",
-        "frequency": "monthly",
-        "timezone": "UTC",
-        "template": "efficiency_review",
-        "recipient_addresses": ["finance@example.com"],
-        "formats": ["html_email", "xlsx", "csv", "print_html"],
-    }
-    values.update(extra)
-    return services.save_schedule(ReportSchedule(**values))
 
 
 def test_numbers_compare_with_the_previous_period(report_fleet):

@@ -14,22 +14,10 @@ from openpyxl import load_workbook
 
 from reports import content
 from reports.render import render_xlsx
-from tests.reports.conftest import APR, MAR
-from tests.reports.test_generation import MARCH, make_schedule
+from tests.support.builders import APR, MAR, MARCH
+from tests.support.builders import fleet_monthly_schedule as make_schedule
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def two_currencies(report_fleet):
-    from inventory.models import Site
-
-    euro_site = Site.objects.create(
-        name="Euro DC", cooling_type="air", pue=1.4, tariff_per_kwh=0.2, currency="EUR"
-    )
-    report_fleet["beta"].site = euro_site
-    report_fleet["beta"].save()
-    return report_fleet
 
 
 def _sheet_rows(sheet, header_row: int = 1) -> list[dict]:

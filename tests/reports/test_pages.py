@@ -8,7 +8,7 @@ import pytest
 
 from reports import periods, services
 from reports.models import Report, ReportSchedule
-from tests.reports.conftest import APR, MAR
+from tests.support.builders import APR, MAR
 
 pytestmark = pytest.mark.django_db
 

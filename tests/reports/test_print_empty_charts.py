@@ -11,8 +11,8 @@ import pytest
 from reports import content, periods
 from reports.charts import render_charts
 from reports.render import render_html
-from tests.reports.conftest import APR, MAR
-from tests.reports.test_generation import make_schedule
+from tests.support.builders import APR, MAR
+from tests.support.builders import fleet_monthly_schedule as make_schedule
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from inventory.currency import ExchangeRate
 from reports import content
 from reports.forms import ScheduleForm
 from reports.render import csv_rows, render_html, render_xlsx
-from tests.reports.test_generation import MARCH, make_schedule
-from tests.reports.test_money_per_currency import two_currencies  # noqa: F401 (a fixture)
+from tests.support.builders import MARCH
+from tests.support.builders import fleet_monthly_schedule as make_schedule
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("two_currencies")]
 RATE = 1.08
@@ -135,13 +135,13 @@ def test_the_reporting_currency_is_validated_as_iso_4217():
 
 
 def test_the_api_takes_and_validates_the_reporting_currency(client_for, fleet_admin):
-    from tests.reports.test_api import SCHEDULES, VALID
+    from tests.support.builders import SCHEDULES, VALID_SCHEDULE
 
     client = client_for(fleet_admin)
-    created = client.post(SCHEDULES, {**VALID, "reporting_currency": "eur"}, format="json")
+    created = client.post(SCHEDULES, {**VALID_SCHEDULE, "reporting_currency": "eur"}, format="json")
     assert created.status_code == 201, created.content
     assert created.json()["reporting_currency"] == "EUR"
-    bad = {**VALID, "name": "Bad", "reporting_currency": "XYZ"}
+    bad = {**VALID_SCHEDULE, "name": "Bad", "reporting_currency": "XYZ"}
     response = client.post(SCHEDULES, bad, format="json")
     assert response.status_code == 400 and "reporting_currency" in response.json()
 
@@ -159,7 +159,8 @@ def test_the_schedule_form_and_page_show_the_reporting_currency(client, fleet_ad
 
 def test_a_team_on_two_currencies_is_charged_per_currency_or_in_one_converted_sum(request):
     from accounting.models import UsageRecord
-    from tests.reports.conftest import MAR, _usage_rows
+    from tests.support.builders import MAR
+    from tests.support.builders import usage_rows as _usage_rows
 
     fleet = request.getfixturevalue("two_currencies")
     beta, pool = fleet["beta"], fleet["pools"]["beta"]

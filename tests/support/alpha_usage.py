@@ -65,6 +65,7 @@ alpha,j-2,4,2024-03-01T00:00:00Z,2024-03-01T12:00:00Z,COMPLETED,H100 SXM5 80GB,t
 def sacct_text(lines: list[str] | None = None) -> str:
     return "\n".join([SACCT_HEADER, *(SACCT_LINES if lines is None else lines)]) + "\n"
 
+
 # Who used alpha that day: team-a, and the two teams a team-a viewer must not see.
 TEAM = "team-a"
 OTHER_TEAMS = ("team-b", "team-c")

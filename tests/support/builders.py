@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import io
 
+from reports.periods import Period  # pure Python, as the engine
+
 # -- users -------------------------------------------------------------------------------------
 
 
@@ -228,11 +230,7 @@ def report_fleet() -> dict:
     return {"site": site, **clusters, "pools": pools}
 
 
-def march_period():
-    """March 2024 as a report period."""
-    from reports import periods
-
-    return periods.Period(MAR, APR)
+MARCH = Period(MAR, APR)  # the reports' period: March 2024
 
 
 def fleet_monthly_schedule(**extra):
@@ -319,9 +317,12 @@ def plan_payload(**options_spec) -> dict:
     }
 
 
-def stored_fleet_analysis(mfu: float, now: dt.datetime):
+ALERTS_NOW = dt.datetime(2025, 3, 3, tzinfo=dt.UTC)  # "now" of the alerts' tests
+
+
+def stored_fleet_analysis(mfu: float, now: dt.datetime = ALERTS_NOW):
     """A succeeded fleet analysis of the 30 days before ``now`` whose summary has this MFU
-    (written directly, not computed: for what reads the stored figure)."""
+    (written directly, not computed: for what reads the stored figure, such as alerts)."""
     from django.utils import timezone
 
     from planner.models import Analysis

@@ -23,6 +23,7 @@ import datetime as dt
 import zlib
 
 import numpy as np
+import pytest
 
 DAY1 = dt.date(2026, 3, 2)
 DAY2 = dt.date(2026, 3, 3)
@@ -137,3 +138,84 @@ def sacct_text() -> str:
             f"{n_nodes}|{tres}|{nodes}"
         )
     return "\n".join(lines) + "\n"
+
+
+# -- the scenario's figures, worked out by hand ---------------------------------------------------
+#
+# Power = 100 W + 500 W × engine activity; two GPUs per host; 60 s samples. Energy from
+# Prometheus' increase() extrapolates the first sample interval of the window linearly, so a
+# fetch's energy is asserted to 0.1 % (an upload's exactly).
+
+# (host, day) -> engine, tensor, power W, energy kWh, idle h, GPU_UTIL share  (per GPU)
+GPU_DAYS = {
+    ("gpu-h01", DAY1): (0.4, 0.25, 300.0, 7.2, 12.0, 0.5),
+    ("gpu-h01", DAY2): (0.0, 0.0, 100.0, 2.4, 24.0, 0.0),
+    ("gpu-h02", DAY1): (0.4, 0.25, 300.0, 7.2, 12.0, 0.5),
+    ("gpu-h02", DAY2): (0.0, 0.0, 100.0, 2.4, 24.0, 0.0),
+    # GPU 0's counter resets at 20:00: the day's energy is still 12 h × 400 W + 12 h × 100 W.
+    ("gpu-a01", DAY1): (0.3, 0.15, 250.0, 6.0, 12.0, 0.5),
+    ("gpu-a01", DAY2): (0.0, 0.0, 100.0, 2.4, 24.0, 0.0),
+    ("gpu-l01", DAY1): (0.0, 0.0, 100.0, 2.4, 24.0, 0.0),
+    ("gpu-l01", DAY2): (0.4, 0.1, 300.0, 7.2, 0.0, 1.0),
+}
+# (job, day) -> allocated, active (engine), tensor, idle card-hours, energy kWh
+JOB_DAYS = {
+    ("101", DAY1): (48.0, 38.4, 24.0, 0.0, 24.0),  # 4 cards × 12 h at 500 W
+    ("102", DAY1): (24.0, 0.0, 0.0, 24.0, 2.4),  # 2 cards × 12 h, idle, 100 W
+    ("102", DAY2): (24.0, 0.0, 0.0, 24.0, 2.4),
+    ("103", DAY1): (24.0, 14.4, 7.2, 0.0, 9.6),  # 2 cards × 12 h at 400 W
+    ("104", DAY2): (48.0, 19.2, 4.8, 0.0, 14.4),  # 2 cards × 24 h at 300 W
+}
+
+
+def fetch_from(cluster, url):
+    from telemetry import services
+    from telemetry.models import PrometheusSource, TelemetryFetch
+
+    PrometheusSource.objects.update_or_create(cluster=cluster, defaults={"url": url})
+    fetch = TelemetryFetch.objects.create(
+        cluster=cluster, kind="prometheus", period_start=DAY1, period_end=DAY2
+    )
+    result = services.run_fetch(fetch.pk, str(fetch.run_id))
+    fetch.refresh_from_db()
+    return fetch, result
+
+
+def assert_gpu_days(cluster, energy_rel=1e-3):
+    from telemetry.models import GpuDay
+
+    rows = list(GpuDay.objects.filter(cluster=cluster).select_related("pool", "accelerator"))
+    assert len(rows) == 16  # 8 GPUs × 2 days
+    for row in rows:
+        engine, tensor, power, energy, idle, util = GPU_DAYS[(row.hostname, row.day)]
+        assert row.covered_h == pytest.approx(24.0)
+        assert row.gr_engine_active == pytest.approx(engine, abs=1e-9)
+        assert row.tensor_active == pytest.approx(tensor, abs=1e-9)
+        assert row.power_w == pytest.approx(power)
+        assert row.energy_kwh == pytest.approx(energy, rel=energy_rel)
+        assert row.idle_h == pytest.approx(idle)
+        assert row.sm_active is None  # not exported: no data, not zero
+        assert row.gpu_util == pytest.approx(util, abs=1e-9)  # DCGM percent -> fraction
+    by_host = {r.hostname: (r.pool.name, r.accelerator.name) for r in rows}
+    assert by_host == {
+        "gpu-h01": ("train", "H100 SXM5 80GB"),
+        "gpu-h02": ("train", "H100 SXM5 80GB"),
+        "gpu-a01": ("train", "A100 SXM4 40GB"),
+        "gpu-l01": ("serve", "L40S"),
+    }
+
+
+def assert_job_days(cluster):
+    from telemetry.models import JobDay
+
+    rows = {(r.job_id, r.day): r for r in JobDay.objects.filter(cluster=cluster)}
+    assert set(rows) == set(JOB_DAYS)
+    for key, (allocated, active, tensor, idle, energy) in JOB_DAYS.items():
+        row = rows[key]
+        assert row.allocated_card_hours == pytest.approx(allocated)
+        assert row.active_card_hours == pytest.approx(active)
+        assert row.tensor_card_hours == pytest.approx(tensor)
+        assert row.idle_card_hours == pytest.approx(idle)
+        assert row.energy_kwh == pytest.approx(energy)
+    assert rows[("102", DAY1)].account == "nlp"
+    assert rows[("101", DAY1)].pool.name == "train"

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 GIB = 1 << 30
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def mapped_bytes() -> int:
@@ -53,12 +53,12 @@ def run_capped(
     code: str, cap_bytes: int = GIB, timeout_s: float = 60
 ) -> subprocess.CompletedProcess:
     """Run `code` with `python -c` from the repository root under an address-space cap."""
-    return subprocess.run(  # noqa: S603 - our own interpreter and our own code
+    return subprocess.run(  # our own interpreter and our own code
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=timeout_s,
-        preexec_fn=_cap_child(cap_bytes),  # noqa: PLW1509 - no threads started before exec
+        preexec_fn=_cap_child(cap_bytes),  # no threads were started before exec
         check=False,
     )

@@ -66,3 +66,12 @@ def progress_recorder(fetch: Callable[[], dict]) -> tuple[Callable[[], dict], li
         return body
 
     return recording, seen
+
+
+def wait_for_plan(client, plan_id: int, statuses=FINISHED, timeout_s=60) -> dict:
+    """Poll a plan through the API until the worker finishes it; `seen_progress` lists the
+    progress seen."""
+    fetch, seen = progress_recorder(lambda: client.get(f"/api/v1/plans/{plan_id}/").json())
+    body = wait_for_status(fetch, f"plan {plan_id}", statuses, timeout_s)
+    body["seen_progress"] = seen
+    return body

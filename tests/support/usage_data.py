@@ -113,3 +113,10 @@ def load_usage(seed: int = 11, count: int = 200) -> dict[str, int]:
     )
     services.import_file(job, io.BytesIO(SREPORT.encode()), queue_rollup_refresh=False)
     return counts
+
+
+def aware(day: dt.date) -> dt.datetime:
+    """Midnight of the day in the current time zone (as the dashboards' date filters read it)."""
+    from django.utils import timezone
+
+    return timezone.make_aware(dt.datetime.combine(day, dt.time()))

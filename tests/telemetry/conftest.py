@@ -1,5 +1,5 @@
-"""A real Prometheus on a TSDB built by promtool from the generated dcgm-exporter history
-(tests/telemetry/dcgm.py), and the cluster those GPUs belong to.
+"""A real Prometheus (tests/support/prometheus.py) on a TSDB built by promtool from the
+generated dcgm-exporter history (tests/support/dcgm.py), and the cluster those GPUs belong to.
 
 Skipped only when Debian's prometheus package (promtool + server) is missing; CI installs it.
 """
@@ -9,65 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import io
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-import requests
 
-from tests.telemetry import dcgm
-
-PROMTOOL = shutil.which("promtool")
-PROMETHEUS = shutil.which("prometheus")
-needs_prometheus = pytest.mark.skipif(
-    PROMTOOL is None or PROMETHEUS is None,
-    reason="Debian's prometheus package (promtool, prometheus) is not installed",
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PrometheusServer:
-    """One prometheus process on its own TSDB folder and port."""
-
-    def __init__(self, tsdb: Path, workdir: Path):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = workdir / "prometheus.yml"
-        config.write_text("global: {}\n")
-        self.log = (workdir / f"prometheus-{self.port}.log").open("w")
-        self.process = subprocess.Popen(  # noqa: S603
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tsdb}",
-                "--storage.tsdb.retention.time=100y",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("prometheus did not become ready")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-        self.log.close()
+from tests.support import dcgm
+from tests.support.prometheus import PROMETHEUS, PROMTOOL, PrometheusServer
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +25,7 @@ def dcgm_history(tmp_path_factory) -> Path:
     text = folder / "dcgm.om"
     text.write_text(dcgm.openmetrics())
     if PROMTOOL is not None:
-        subprocess.run(  # noqa: S603
+        subprocess.run(
             [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics",
              "--max-block-duration=72h", str(text), str(folder / "tsdb")],
             check=True, capture_output=True,

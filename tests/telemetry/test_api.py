@@ -1,15 +1,15 @@
 """GET /api/v1/telemetry/…: login, roles, team scoping, hand-computed rollups, chargeback by
 activity, CSV export, and the bounds of a fetch request. Data: the scenario of
-tests/telemetry/dcgm.py fetched from the real Prometheus."""
+tests/support/dcgm.py fetched from the real Prometheus."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_user
-from tests.telemetry import dcgm
-from tests.telemetry.conftest import needs_prometheus
-from tests.telemetry.test_prometheus_fetch import fetch_from
+from tests.support import dcgm
+from tests.support.builders import make_user
+from tests.support.dcgm import fetch_from
+from tests.support.prometheus import needs_prometheus
 
 pytestmark = [needs_prometheus, pytest.mark.django_db]
 PERIOD = {"start": "2026-03-02", "end": "2026-03-03"}
@@ -75,7 +75,7 @@ def test_chargeback_by_activity_weights_allocated_card_hours(client_for, viewer,
     by_allocation = client.get("/api/v1/accounting/chargeback/rows/", query).json()
     by_activity = client.get("/api/v1/telemetry/chargeback/rows/", query).json()
     used = {(r["team"], r["bucket_start"][:10]): r["used_card_hours"] for r in by_activity}
-    # Allocated card-hours × measured engine activity (see tests/telemetry/dcgm.py):
+    # Allocated card-hours × measured engine activity (see tests/support/dcgm.py):
     # day 1 vision 48 × 0.8; nlp (24 idle + 24 at 0.6); day 2 nlp 24 × 0, vision 48 × 0.4.
     assert used[("vision", "2026-03-02")] == pytest.approx(38.4)
     assert used[("nlp", "2026-03-02")] == pytest.approx(14.4)

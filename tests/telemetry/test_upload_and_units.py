@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.telemetry import dcgm
-from tests.telemetry.test_prometheus_fetch import JOB_DAYS, assert_gpu_days, assert_job_days
+from tests.support import dcgm
+from tests.support.dcgm import JOB_DAYS, assert_gpu_days, assert_job_days
 
 
 @pytest.mark.django_db

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.polling import wait_for_status
-from tests.telemetry.conftest import needs_prometheus
-from tests.telemetry.test_prometheus_fetch import JOB_DAYS
+from tests.support.dcgm import JOB_DAYS
+from tests.support.polling import wait_for_status
+from tests.support.prometheus import needs_prometheus
 
 pytestmark = [needs_prometheus, pytest.mark.worker]
 

@@ -3,7 +3,7 @@ lines, huge, negative and NaN numbers, spreadsheet formulas, zip bombs. Each fil
 accepted with sane records or rejected with line/column errors; nothing else escapes.
 
 Pure Python: the parsers are checked here without Django (the storage side is in
-test_import_fuzz.py).
+tests/accounting/test_import_fuzz.py and tests/inventory/test_import_fuzz.py).
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ from __future__ import annotations
 import datetime as dt
 import io
 import time
-import zipfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openpyxl import Workbook
 from openpyxl.utils.exceptions import IllegalCharacterError
 
 from accounting.parsing import (
@@ -28,44 +26,10 @@ from accounting.parsing import (
     iter_xlsx_chunks,
 )
 from accounting.parsing.schema import MAX_JOB_CARDS
-from tests.accounting.parsing.conftest import SACCT_HEADER, SACCT_LINES
+from tests.support.hostile import NASTY, xlsx_bytes, zip_bomb
+from tests.support.sacct_pitfalls import SACCT_HEADER, SACCT_LINES
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-NASTY = [
-    "",
-    " ",
-    "-1",
-    "-0",
-    "NaN",
-    "nan",
-    "inf",
-    "-inf",
-    "1e309",
-    "9" * 40,
-    "1e-400",
-    "=cmd|' /C calc'!A0",
-    "=SUM(A1:A9)",
-    "@SUM(1)",
-    "+1",
-    "\x00",
-    "\r",
-    "é",
-    "１",
-    '"',
-    "Unknown",
-    "2024-13-45T99:99:99",
-    "0001-01-01T00:00:00",
-    "10000-01-01T00:00:00",
-    "2024-03-01T10:00:00+99:00",
-    "gres/gpu=-8",
-    "gres/gpu:h100=1e309",
-    "gres/gpu=99999999999999999999",
-    "gres/gpu=nan",
-    "99999999:00:00",
-    "1-99:99:99",
-    "-5%",
-    "1e400%",
-]
 value = st.sampled_from(NASTY) | st.text(max_size=12)
 edits = st.lists(st.tuples(st.integers(0, 40), value), max_size=4)
 framing = st.tuples(st.sampled_from(["", "\ufeff"]), st.sampled_from(["\n", "\r\n"]))
@@ -180,15 +144,6 @@ def test_sreport_rows_with_bad_fields(changes, frame, banner):
             assert np.isfinite(numbers).all() and (numbers >= 0).all()
 
 
-def xlsx_bytes(rows) -> bytes:
-    workbook = Workbook()
-    for row in rows:
-        workbook.active.append(row)
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return buffer.getvalue()
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.integers(0, 16), value | st.floats() | st.integers()), max_size=4))
 def test_xlsx_cells_with_bad_values_and_formulas(changes):
@@ -244,18 +199,6 @@ def test_utf16_and_bom_files():
     assert plain[0].equals(with_bom[0])
     utf16 = outcome(iter_csv_chunks, text.encode("utf-16"))
     assert isinstance(utf16, UsageValidationError) and utf16.issues[0].line == 1
-
-
-def zip_bomb(inflated_mb: int) -> bytes:
-    """A valid-looking XLSX whose sheet inflates to `inflated_mb` MB of blanks."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
-        archive.writestr("[Content_Types].xml", "<Types/>")
-        with archive.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as sheet:
-            block = b" " * 2**20
-            for _ in range(inflated_mb):
-                sheet.write(block)
-    return buffer.getvalue()
 
 
 def test_a_zip_bomb_is_refused_before_it_is_opened():

@@ -21,7 +21,7 @@ from accounting.parsing import (
     iter_sacct_chunks,
     read_sacct,
 )
-from tests.accounting.parsing.conftest import (
+from tests.support.sacct_pitfalls import (
     PARTITION_MODELS,
     SACCT_HEADER,
     SACCT_LINES,

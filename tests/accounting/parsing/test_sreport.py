@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from accounting.parsing import SREPORT_DTYPES, SreportStats, UsageValidationError, read_sreport
-from tests.accounting.parsing.conftest import as_source
+from tests.support.sacct_pitfalls import as_source
 
 BANNER = """--------------------------------------------------------------------------------
 Cluster Utilization 2024-03-01T00:00:00 - 2024-03-31T23:59:59

@@ -14,7 +14,7 @@ from accounting.parsing import (
     iter_csv_chunks,
     iter_xlsx_chunks,
 )
-from tests.accounting.parsing.conftest import as_source
+from tests.support.sacct_pitfalls import as_source
 
 CSV = (
     "\ufeffcluster,job_id,Team,user,partition,accelerator_model,cards,start,end,state,"

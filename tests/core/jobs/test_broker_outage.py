@@ -8,7 +8,6 @@ The outage is real, not mocked: the Celery app publishes to a port nothing liste
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,34 +17,14 @@ from accounting.models import ImportJob
 from core.jobs.dispatch import WORKERS_UNAVAILABLE, dispatch_pending, pending_count
 from inventory.models import Cluster, Pool
 from planner.models import Analysis, Plan
-from tests.accounting.conftest import sacct_text
-from tests.planner.api.conftest import plan_payload
-from tests.polling import wait_for_status
+from tests.support.alpha_usage import sacct_text
+from tests.support.builders import plan_payload
+from tests.support.polling import wait_for_status
+from tests.support.workers import UNREACHABLE_BROKER, broker_at
 
 pytestmark = pytest.mark.worker
 
-UNREACHABLE_BROKER = "redis://127.0.0.1:1/0"
 FINISHED = {"succeeded", "failed"}
-
-
-@contextmanager
-def broker_at(url: str):
-    """Point the app's publishers at `url`, then back (the worker keeps its own connection)."""
-    from config.celery_app import app
-
-    def drop_pools() -> None:
-        # Publishers are pooled per broker URL; forget them so the next send uses `url`.
-        app.amqp._producer_pool = None
-        app._pool = None
-
-    saved = app.conf.get("broker_write_url")
-    app.conf.broker_write_url = url  # publishers only; the worker keeps consuming
-    drop_pools()
-    try:
-        yield
-    finally:
-        app.conf.broker_write_url = saved
-        drop_pools()
 
 
 def wait_until_finished(model, pk: int, timeout_s: float = 90):

@@ -22,13 +22,14 @@ from celery.exceptions import TimeLimitExceeded
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from accounting.models import ImportJob, ImportStatus
+from accounting.models import ImportJob
 from config.celery_app import app
 from core.jobs import quarantine
 from core.jobs.models import TaskDelivery
-from tests.hardening.test_worker_kill import _database_url, usage_csv, wait_until
+from core.jobs.status import JobStatus
+from tests.support.workers import WORKER_SETTINGS, database_url, usage_csv, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUEUE = f"poisontest-{os.getpid()}"
 REASON = "worker died while running this task twice: quarantined"
 
@@ -71,7 +72,7 @@ def test_two_deaths_quarantine_the_third_delivery(import_job):
     from accounting.tasks import run_import
 
     args = (import_job.pk, str(import_job.run_id))
-    ImportJob.objects.filter(pk=import_job.pk).update(status=ImportStatus.RUNNING)
+    ImportJob.objects.filter(pk=import_job.pk).update(status=JobStatus.RUNNING)
     # Two deliveries started and never ended: their worker processes died.
     assert quarantine.start_delivery("accounting.run_import", args, {})[1] == 0
     assert quarantine.start_delivery("accounting.run_import", args, {})[1] == 1
@@ -117,7 +118,7 @@ def test_a_hard_time_limit_is_recorded_on_the_job(import_job):
     from accounting.tasks import run_import
 
     args = [import_job.pk, str(import_job.run_id)]
-    ImportJob.objects.filter(pk=import_job.pk).update(status=ImportStatus.RUNNING)
+    ImportJob.objects.filter(pk=import_job.pk).update(status=JobStatus.RUNNING)
     quarantine._record_hard_time_limit(
         sender=run_import, exception=TimeLimitExceeded(3600), args=args, kwargs={}
     )
@@ -182,8 +183,8 @@ def prefork_worker(tmp_path, settings):
     log_path = tmp_path / "worker.log"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.hardening.worker_settings",
-        "DATABASE_URL": _database_url(),
+        "DJANGO_SETTINGS_MODULE": WORKER_SETTINGS,
+        "DATABASE_URL": database_url(),
         "FLEETWISE_CELERY_QUEUE": QUEUE,
         "DJANGO_MEDIA_ROOT": settings.MEDIA_ROOT,
         "FLEETWISE_HEARTBEAT_DIR": str(tmp_path / "heartbeats"),

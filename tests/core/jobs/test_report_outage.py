@@ -18,10 +18,12 @@ from django.test import override_settings
 from core.jobs.dispatch import WORKERS_UNAVAILABLE, dispatch_pending_task, pending_count
 from reports import services
 from reports.models import Report, ReportStatus
-from tests.hardening.test_broker_outage import UNREACHABLE_BROKER, broker_at
-from tests.polling import wait_for_status
-from tests.reports.conftest import APR, MAR
-from tests.reports.test_delivery import MARCH, FlakySMTP, free_port, make_schedule
+from tests.support.builders import APR, MAR, MARCH
+from tests.support.builders import finance_monthly_schedule as make_schedule
+from tests.support.net import free_port
+from tests.support.polling import wait_for_status
+from tests.support.smtp import FlakySMTP
+from tests.support.workers import UNREACHABLE_BROKER, broker_at
 
 pytestmark = pytest.mark.worker
 

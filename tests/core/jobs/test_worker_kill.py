@@ -27,13 +27,14 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from accounting.models import ImportJob, ImportStatus, UsageRecord
+from accounting.models import ImportJob, UsageRecord
 from config.celery_app import app
 from core.jobs.recovery import recover_stalled
+from core.jobs.status import JobStatus
 from planner.models import Analysis, AnalysisPart
-from tests.polling import wait_until as poll_until
+from tests.support.workers import WORKER_SETTINGS, database_url, usage_csv, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUEUE = f"killtest-{os.getpid()}"
 ON_REDIS = settings.CELERY_BROKER_URL.startswith("redis")
 STALLED_AFTER_S = 3.0
@@ -41,14 +42,6 @@ STALLED_AFTER_S = 3.0
 SHORT_VISIBILITY_S = 4
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
 class Workers:
@@ -61,8 +54,8 @@ class Workers:
     def env(self, **extra: str) -> dict[str, str]:
         return {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.hardening.worker_settings",
-            "DATABASE_URL": _database_url(),
+            "DJANGO_SETTINGS_MODULE": WORKER_SETTINGS,
+            "DATABASE_URL": database_url(),
             "FLEETWISE_CELERY_QUEUE": QUEUE,
             "DJANGO_MEDIA_ROOT": settings.MEDIA_ROOT,
             "FLEETWISE_TEST_EMAIL_DIR": str(self.tmp_path / "emails"),
@@ -126,17 +119,6 @@ def workers(tmp_path, settings):
         # Nothing left to purge is fine.
         with app.connection_for_write() as conn, contextlib.suppress(Exception):
             conn.default_channel.queue_purge(QUEUE)
-
-
-def wait_until(predicate, timeout_s: float, what: str, *, recover: bool = False):
-    """Poll until predicate() is truthy; with ``recover`` act as beat (config.recover_stalled)."""
-    return poll_until(
-        predicate,
-        timeout_s=timeout_s,
-        what=what,
-        interval_s=0.5,
-        on_retry=recover_stalled if recover else None,
-    )
 
 
 def kill_when_running(proc: subprocess.Popen, log_path: Path, task_name: str, ready) -> None:
@@ -225,16 +207,6 @@ def test_analysis_killed_mid_part_completes_once(workers, mechanism):
 IMPORT_LINES = 120_000  # three parser chunks of 50,000 lines
 
 
-def usage_csv(cluster: str, lines: int) -> bytes:
-    header = "cluster,job_id,cards,start,end,state,accelerator_model,team,user\n"
-    body = "".join(
-        f"{cluster},job-{i},8,2024-03-01T{i % 24:02d}:00:00Z,2024-03-02T{i % 24:02d}:00:00Z,"
-        f"completed,H100 SXM5 80GB,team-{i % 7},user-{i % 31}\n"
-        for i in range(lines)
-    )
-    return (header + body).encode()
-
-
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_import_killed_mid_file_shows_nothing_then_completes_once(workers, mechanism):
     from django.core.files.uploadedfile import SimpleUploadedFile
@@ -251,7 +223,7 @@ def test_import_killed_mid_file_shows_nothing_then_completes_once(workers, mecha
 
     def first_chunk_written() -> bool:
         row = ImportJob.objects.get(pk=job.pk)
-        if row.status != ImportStatus.RUNNING:
+        if row.status != JobStatus.RUNNING:
             return False
         if connection.vendor == "postgresql":
             # Progress comes over a side connection once the first chunk is written.
@@ -262,7 +234,7 @@ def test_import_killed_mid_file_shows_nothing_then_completes_once(workers, mecha
     kill_when_running(doomed, log, "accounting.run_import", first_chunk_written)
     # Written but never committed: nothing of the file is visible.
     assert UsageRecord.objects.count() == 0
-    assert ImportJob.objects.get(pk=job.pk).status == ImportStatus.RUNNING
+    assert ImportJob.objects.get(pk=job.pk).status == JobStatus.RUNNING
 
     extra = {"FLEETWISE_BROKER_VISIBILITY_TIMEOUT_S": str(SHORT_VISIBILITY_S)}
     workers.start("fresh", **(extra if mechanism == "redelivery" else {}))
@@ -270,7 +242,7 @@ def test_import_killed_mid_file_shows_nothing_then_completes_once(workers, mecha
 
     def finished():
         seen_counts.add(UsageRecord.objects.count())  # all or nothing, at every look
-        return ImportJob.objects.filter(pk=job.pk, status=ImportStatus.SUCCEEDED).first()
+        return ImportJob.objects.filter(pk=job.pk, status=JobStatus.SUCCEEDED).first()
 
     done = wait_until(finished, 180, "the import to succeed", recover=mechanism == "recovery")
     time.sleep(2 * STALLED_AFTER_S)

@@ -1,31 +1,11 @@
-"""Shared inputs for the planner-core tests (pure Python: no Django needed)."""
+"""Fixtures of the capacity planner's tests (pure Python: no Django needed); their shared
+inputs are in tests/support/capacity_inputs.py."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
-A100_80GB = {
-    "accelerator": "A100 SXM4 80GB",
-    "vendor": "NVIDIA",
-    "dense_bf16_tflops": 312.0,
-    "memory_gb": 80.0,
-    "tdp_w": 400.0,
-}
-A100_40GB = {**A100_80GB, "accelerator": "A100 SXM4 40GB", "memory_gb": 40.0}
-H100_SXM = {
-    "accelerator": "H100 SXM5 80GB",
-    "vendor": "NVIDIA",
-    "dense_bf16_tflops": 989.0,
-    "dense_fp8_tflops": 1979.0,
-    "memory_gb": 80.0,
-    "tdp_w": 700.0,
-}
-
-
-def options(*rows: dict) -> pd.DataFrame:
-    """An options frame from dicts (one row per option)."""
-    return pd.DataFrame(list(rows))
+from tests.support.capacity_inputs import A100_80GB
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from engine.capacity import TrainingWorkload, plan_capacity
 from engine.capacity.band import uncertainty_tornado
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism
-from tests.engine.capacity.conftest import H100_SXM
+from tests.support.capacity_inputs import H100_SXM
 
 WORKLOAD = TrainingWorkload(params=70e9, tokens=2e12, seq_len=4096, global_batch_sequences=1024)
 PRICED = {**H100_SXM, "rental_price_per_card_hour": 2.0}

@@ -17,7 +17,7 @@ from engine.capacity import (
 )
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism, enumerate_splits
-from tests.engine.capacity.conftest import A100_40GB, A100_80GB, H100_SXM, options
+from tests.support.capacity_inputs import A100_40GB, A100_80GB, H100_SXM, options
 
 GPT3 = TrainingWorkload(params=175e9, tokens=300e9, flops_per_param_token=8)
 FIXED_FACTORS = {"scaling": 1.0, "effective_time": 1.0, "utilization": 1.0}

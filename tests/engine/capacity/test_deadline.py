@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from engine.capacity import TrainingWorkload, plan_capacity
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism
-from tests.engine.capacity.conftest import A100_80GB, H100_SXM, options
+from tests.support.capacity_inputs import A100_80GB, H100_SXM, options
 
 SMALL = TrainingWorkload(params=7e9, tokens=1e12, shape=ModelShape(32, 4096, 32))
 

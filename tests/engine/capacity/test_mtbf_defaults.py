@@ -34,12 +34,12 @@ def test_a_declared_site_kind_beats_the_generation_and_unpublished_generations_f
     )
     # Llama 3 (H100, ~50,700 h per GPU) and Kokolis et al. 2024 (A100, ~8,100 h per GPU).
     assert list(mtbf) == [50_000, 8_000, 8_000, 20_000, 50_000]
-    assert basis[0] == "default for Hopper cards (mtbf_card_h_hopper)"
+    assert basis[0] == "default for Hopper cards (mtbf_card_hours_hopper)"
     assert basis[1] == "default for a research site"
     assert "Blackwell" in basis[3] and basis[3].startswith("general default")
     assert "Ascend 910B" in basis[4] and basis[4].startswith("default for a production site")
-    assert "Dubey" in DEFAULTS["mtbf_card_h_hopper"].source
-    assert "Kokolis" in DEFAULTS["mtbf_card_h_ampere"].source
+    assert "Dubey" in DEFAULTS["mtbf_card_hours_hopper"].source
+    assert "Kokolis" in DEFAULTS["mtbf_card_hours_ampere"].source
 
 
 def test_the_plan_reports_the_generation_default_and_an_entered_mtbf_as_entered():

@@ -6,7 +6,7 @@ import pytest
 
 from engine.capacity import TrainingWorkload, plan_capacity
 from engine.sensitivity import BEST_PRACTICE, Lever, lever_roi, sensitivity
-from tests.engine.capacity.conftest import A100_80GB, options
+from tests.support.capacity_inputs import A100_80GB, options
 
 GPT3 = TrainingWorkload(params=175e9, tokens=300e9, flops_per_param_token=8)
 SITE = {

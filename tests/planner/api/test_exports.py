@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 
 from core.tabular.renderers import CSVRenderer, XLSXRenderer
-from tests.planner.api.conftest import PLANS, compute_now
+from tests.support.builders import PLANS
+from tests.support.inline import run_plan_inline
 
 
 @pytest.fixture
 def computed(client_for, planner, payload):
     created = client_for(planner).post(PLANS, payload, format="json").json()
-    compute_now(created["id"])
+    run_plan_inline(created["id"])
     return created["id"]
 
 

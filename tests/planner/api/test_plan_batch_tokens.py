@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner.api.conftest import compute_now, plan_payload
+from tests.support.builders import plan_payload
+from tests.support.inline import run_plan_inline
 
 pytestmark = pytest.mark.django_db
 PLANS = "/api/v1/plans/"
@@ -18,7 +19,7 @@ def _rows(client, workload_extra: dict) -> dict[int, dict]:
     payload["workload"] = {**payload["workload"], "seq_len": 4096, **workload_extra}
     created = client.post(PLANS, payload, format="json")
     assert created.status_code == 202, created.content  # accepted: queued
-    compute_now(created.json()["id"])
+    run_plan_inline(created.json()["id"])
     body = client.get(f"{PLANS}{created.json()['id']}/").json()
     assert body["status"] == "succeeded", body["error"]
     assert {k: body["workload"][k] for k in workload_extra} == workload_extra  # stored as given

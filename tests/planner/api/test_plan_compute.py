@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner.api.conftest import PLANS, plan_payload, usd_to_eur_rate, wait_for
+from tests.support.builders import PLANS, plan_payload, usd_to_eur_rate
+from tests.support.polling import wait_for_plan
 
 pytestmark = pytest.mark.worker
 
@@ -18,7 +19,7 @@ def test_plan_is_queued_computed_ranked_and_pareto_marked(celery_worker, client_
     accepted = client.post(PLANS, plan_payload(), format="json")
     assert accepted.status_code == 202, accepted.content
     assert accepted.json()["status"] == "queued" and accepted.json()["results"] is None
-    body = wait_for(client, accepted.json()["id"])
+    body = wait_for_plan(client, accepted.json()["id"])
     assert body["status"] == "succeeded", body["error"]
     assert body["progress"] == 100
     seen = body["seen_progress"]
@@ -97,13 +98,13 @@ def test_recompute_failure_keeps_results_then_edit_recomputes(celery_worker, cli
     load_demo_fleet()
     client = client_for(planner)
     created = client.post(PLANS, plan_payload(pools=None), format="json").json()
-    good = wait_for(client, created["id"])
+    good = wait_for_plan(client, created["id"])
     assert good["status"] == "succeeded", good["error"]
 
     # Bypass model validation to plant a PUE the engine must refuse.
     Site.objects.filter(name="Frankfurt DC1 (air)").update(pue=0.5)
     assert client.post(f"{PLANS}{created['id']}/recompute/").status_code == 202
-    failed = wait_for(client, created["id"])
+    failed = wait_for_plan(client, created["id"])
     assert failed["status"] == "failed"
     assert "pue" in failed["error"]
     assert failed["results"] == good["results"]
@@ -114,7 +115,7 @@ def test_recompute_failure_keeps_results_then_edit_recomputes(celery_worker, cli
     edited = client.patch(f"{PLANS}{created['id']}/", {"workload": smaller}, format="json")
     assert edited.status_code == 200, edited.content
     assert edited.json()["status"] == "queued"
-    redone = wait_for(client, created["id"])
+    redone = wait_for_plan(client, created["id"])
     assert redone["status"] == "succeeded", redone["error"]
     for before, after in zip(
         good["summary"]["by_currency"], redone["summary"]["by_currency"], strict=True
@@ -127,11 +128,11 @@ def test_clone_is_owned_by_the_cloner_and_recomputed(
     celery_worker, client_for, planner, django_user_model
 ):
     from inventory.services import load_demo_fleet
-    from tests.conftest import make_user
+    from tests.support.builders import make_user
 
     load_demo_fleet()
     source = client_for(planner).post(PLANS, plan_payload(pools=None), format="json").json()
-    wait_for(client_for(planner), source["id"])
+    wait_for_plan(client_for(planner), source["id"])
     other = client_for(make_user("other-planner", "planner"))
     cloned = other.post(f"{PLANS}{source['id']}/clone/", {"name": "My copy"}, format="json")
     assert cloned.status_code == 201, cloned.content
@@ -139,7 +140,7 @@ def test_clone_is_owned_by_the_cloner_and_recomputed(
     assert copy["name"] == "My copy" and copy["owner_name"] == "other-planner"
     assert copy["cloned_from"] == source["id"] and copy["can_edit"] is True
     assert copy["workload"] == source["workload"]
-    done = wait_for(other, copy["id"])
+    done = wait_for_plan(other, copy["id"])
     assert done["status"] == "succeeded", done["error"]
     source_done = other.get(f"{PLANS}{source['id']}/").json()
     assert done["summary"] == source_done["summary"]

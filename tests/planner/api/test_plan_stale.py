@@ -1,6 +1,6 @@
 """Plans are marked stale when an inventory object their options used changes or goes away.
 
-The demo payload (tests/planner/api/conftest.py) uses new A100/H100 cards at Frankfurt DC1
+The demo payload (tests/support/builders.py) uses new A100/H100 cards at Frankfurt DC1
 and at an explicit "Cloud EU" site, plus the mixed A100/H100 pool of cluster train-hetero
 (site Ulanqab DC2). Edits run their on-commit hooks (the signals act after commit).
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planner.api.conftest import PLANS, compute_now, plan_payload
+from tests.support.builders import PLANS, plan_payload
+from tests.support.inline import run_plan_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ def computed(client_for, planner, payload):
     def create(body=payload) -> int:
         response = client.post(PLANS, body, format="json")
         assert response.status_code == 202, response.content
-        compute_now(response.json()["id"])
+        run_plan_inline(response.json()["id"])
         return response.json()["id"]
 
     plan_id = create()
@@ -158,7 +159,7 @@ def test_a_successful_recompute_clears_it_and_a_clone_inherits_it(
     assert clone["stale"] is True  # it shows the source's (stale) result until it runs
     assert computed.client.post(f"{PLANS}{computed.id}/recompute/").status_code == 202
     assert computed()["stale"] is True  # still showing the old result
-    compute_now(computed.id)
+    run_plan_inline(computed.id)
     body = computed()
     assert body["status"] == "succeeded" and body["stale"] is False
 

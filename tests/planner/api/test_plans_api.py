@@ -8,14 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import make_user
-from tests.planner.api.conftest import (
-    PLANS,
-    USD_TO_EUR,
-    compute_now,
-    plan_payload,
-    usd_to_eur_rate,
-)
+from tests.support.builders import PLANS, USD_TO_EUR, make_user, plan_payload, usd_to_eur_rate
+from tests.support.inline import run_plan_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +24,7 @@ def plan_id(client_for, planner, payload):
     usd_to_eur_rate()
     response = client_for(planner).post(PLANS, payload, format="json")
     assert response.status_code == 202, response.content
-    compute_now(response.json()["id"])
+    run_plan_inline(response.json()["id"])
     return response.json()["id"]
 
 
@@ -92,7 +86,7 @@ def test_owner_can_delete_own_plan(client_for, planner, plan_id):
 def test_deadline_plan_finds_the_fewest_cards(client_for, planner, demo_fleet):
     payload = plan_payload(cards=None, deadline_days=[60, 120], sites=None, pools=None)
     created = client_for(planner).post(PLANS, payload, format="json").json()
-    compute_now(created["id"])
+    run_plan_inline(created["id"])
     body = client_for(planner).get(f"{PLANS}{created['id']}/").json()
     assert body["status"] == "succeeded", body["error"]
     rows = body["results"]["options"]
@@ -192,7 +186,7 @@ def test_compare_puts_plans_side_by_side(client_for, planner, viewer, plan_id, d
         PLANS, plan_payload(accelerators=["H100 SXM5 80GB"], pools=None), format="json"
     )
     second_id = second.json()["id"]
-    compute_now(second_id)
+    run_plan_inline(second_id)
     client = client_for(viewer)
     body = client.get(f"{PLANS}compare/", {"ids": f"{second_id},{plan_id}"}).json()
     assert [plan["id"] for plan in body["plans"]] == [second_id, plan_id]
@@ -437,7 +431,7 @@ def test_a_catalog_card_without_a_price_is_unpriced_not_free(client_for, planner
     client = client_for(planner)
     accepted = client.post(PLANS, payload, format="json")
     assert accepted.status_code == 202, accepted.content
-    compute_now(accepted.json()["id"])
+    run_plan_inline(accepted.json()["id"])
     body = client.get(f"{PLANS}{accepted.json()['id']}/").json()
     rows = {row["accelerator"]: row for row in body["results"]["options"]}
     unpriced, priced = rows["H100 SXM5 80GB"], rows["A100 SXM4 80GB"]
