@@ -464,7 +464,7 @@ _TABLE: tuple[Default, ...] = (
         "for an air-cooled cluster. Prefer failures measured from usage records.",
     ),
     _d(
-        "mtbf_card_h_production",
+        "mtbf_card_hours_production",
         50_000.0,
         "h",
         1.0,
@@ -474,7 +474,7 @@ _TABLE: tuple[Default, ...] = (
         "per GPU.",
     ),
     _d(
-        "mtbf_card_h_research",
+        "mtbf_card_hours_research",
         8_000.0,
         "h",
         1.0,
@@ -484,7 +484,7 @@ _TABLE: tuple[Default, ...] = (
         "Clusters') is ~8,100 h per GPU.",
     ),
     _d(
-        "mtbf_card_h_hopper",
+        "mtbf_card_hours_hopper",
         50_000.0,
         "h",
         1.0,
@@ -494,7 +494,7 @@ _TABLE: tuple[Default, ...] = (
         "419 unexpected interruptions in 54 days, ≈ 50,700 h per GPU).",
     ),
     _d(
-        "mtbf_card_h_ampere",
+        "mtbf_card_hours_ampere",
         8_000.0,
         "h",
         1.0,
@@ -634,7 +634,7 @@ _TABLE: tuple[Default, ...] = (
 
 DEFAULTS: Mapping[str, Default] = {entry.key: entry for entry in _TABLE}
 
-# Card generations with an MTBF default (`mtbf_card_h_<generation>`), and those without a
+# Card generations with an MTBF default (`mtbf_card_hours_<generation>`), and those without a
 # published per-card figure, which fall back to the site-kind default with this reason.
 MTBF_GENERATIONS: tuple[str, ...] = ("ampere", "hopper")
 MTBF_GENERATIONS_WITHOUT_FIGURE: Mapping[str, str] = {

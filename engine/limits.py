@@ -43,12 +43,16 @@ LIMITS: dict[str, Limit] = {
     "layers": Limit(1, 2_000, "layers", "inferred shapes reach ~800 layers at 1e14 parameters"),
     "hidden_size": Limit(1, 262_144, "", "≈10× the widest published models (~25k)"),
     "attention_heads": Limit(1, 4_096, "heads", "≈30× the most published heads (128)"),
+    "ffn_hidden_size": Limit(1, 1_000_000, "", "≈20× the widest published MLPs (~53k)"),
+    "vocab_size": Limit(1, 10_000_000, "tokens", "≈40× the largest published vocabularies (~256k)"),
     "seq_len": Limit(1, 10_000_000, "tokens", "≈10× the longest published context windows"),
     "global_batch_sequences": Limit(1, 10_000_000, "sequences", "≈1000× published batches"),
     "micro_batch": Limit(1, 1_000_000, "sequences", "at most the global batch in practice"),
     "global_batch_tokens": Limit(1, 1e11, "tokens", "≈1000× published batches (Llama 3: 16M)"),
     "tp_degree": Limit(1, 128, "cards", "tensor parallelism stays inside one node"),
     "pp_degree": Limit(1, 2_000, "stages", "a stage holds at least one layer"),
+    "vp_degree": Limit(1, 2_000, "stages", "virtual stages per pipeline rank; p·v ≤ layers"),
+    "cp_degree": Limit(1, 4_096, "cards", "≈250× published context parallelism (Llama 3: 16)"),
     "dp_degree": Limit(1, 10_000_000, "replicas", "at most the number of cards"),
     "cards": Limit(1, 10_000_000, "cards", "≈50× the largest published clusters (~2e5 cards)"),
     "cards_per_node": Limit(1, 128, "cards", "published nodes hold 4 to 72 cards"),
@@ -113,7 +117,13 @@ WORKLOAD_LIMITS = {
     "global_batch_tokens": "global_batch_tokens",
     "max_batch_tokens": "global_batch_tokens",
 }
-SHAPE_LIMITS = {"layers": "layers", "hidden": "hidden_size", "heads": "attention_heads"}
+SHAPE_LIMITS = {
+    "layers": "layers",
+    "hidden": "hidden_size",
+    "heads": "attention_heads",
+    "ffn_hidden": "ffn_hidden_size",
+    "vocab": "vocab_size",
+}
 
 # Dates a user enters or asks a report for.
 DATE_MIN = dt.date(2000, 1, 1)

@@ -19,7 +19,7 @@ Sizes are decimal: 1 GB = 1e9 bytes, as in the published sources and the catalog
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -79,19 +79,99 @@ def min_cards_for_state(
     return cards
 
 
+MlpKind = Literal["plain", "gated"]
+MLP_KINDS: tuple[str, ...] = ("plain", "gated")
+# GPT-3's MLP is 4 × hidden wide with two matrices; a gated MLP (SwiGLU: gate, up, down) has
+# three, so the same parameters give it 2/3 of the width (Llama: 8/3 × hidden, rounded up).
+FFN_PER_HIDDEN = 4
+# model_params and the count of a given shape may differ this much (biases, norms, rounding).
+SHAPE_PARAMS_TOLERANCE = 0.10
+
+
 @dataclass(frozen=True)
 class ModelShape:
-    """Transformer shape; inferred from the parameter count when not given."""
+    """Transformer shape; inferred from the parameter count when not given.
+
+    Only layers, hidden and heads are needed; the rest refine it: `kv_heads` (grouped-query
+    attention), `ffn_hidden` (the MLP's width; None: 4 × hidden), `mlp` ("gated": three
+    matrices, SwiGLU), `vocab` (None: embeddings not counted) and `tied_embeddings` (the output
+    projection shares the input embedding). Defaults reproduce the GPT-3-like shape exactly.
+    """
 
     layers: int
     hidden: int
     heads: int
     kv_heads: int | None = None  # grouped-query attention; None: as many as the heads
+    ffn_hidden: int | None = None  # MLP width; None: FFN_PER_HIDDEN × hidden
+    vocab: int | None = None  # vocabulary; None: embeddings not counted
+    tied_embeddings: bool = False
+    mlp: MlpKind = "plain"
 
     @property
     def kv_hidden(self) -> int:
         """Width of the K and V projections (hidden × kv_heads / heads)."""
         return self.hidden * (self.kv_heads or self.heads) // self.heads
+
+    @property
+    def ffn(self) -> int:
+        """Width of the MLP's hidden layer."""
+        return self.ffn_hidden or FFN_PER_HIDDEN * self.hidden
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.mlp == "gated" else 2
+
+    @property
+    def layer_params(self) -> int:
+        """Weights of one layer: Q and O (h²), K and V (h × kv width), the MLP's matrices.
+
+        GPT-3-like (kv = h, ffn = 4h, plain): 4h² + 8h² = 12h². Biases and norms are left out.
+        """
+        h = self.hidden
+        return 2 * h * h + 2 * h * self.kv_hidden + self.mlp_matrices * h * self.ffn
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding and (untied) output projection: vocab × hidden each."""
+        if not self.vocab:
+            return 0
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def params(self) -> int:
+        """N of the shape: layers × per-layer weights + embeddings."""
+        return self.layers * self.layer_params + self.embedding_params
+
+    @property
+    def refines_activations(self) -> bool:
+        """Whether GQA, the MLP's width or its kind change the per-layer activations."""
+        return self.kv_heads is not None or self.ffn_hidden is not None or self.mlp != "plain"
+
+    def activation_terms(self) -> dict[str, Any]:
+        """Keyword arguments of activation_bytes_per_layer for this shape (none: GPT-3-like)."""
+        if not self.refines_activations:
+            return {}
+        return {
+            "kv_hidden": self.kv_hidden,
+            "ffn_hidden": self.ffn,
+            "gated_mlp": self.mlp == "gated",
+        }
+
+    def errors(self) -> dict[str, str]:
+        """What makes the shape impossible, keyed by the API's field names."""
+        errors: dict[str, str] = {}
+        if self.heads >= 1 and self.hidden % self.heads:
+            errors["attention_heads"] = f"Must divide hidden_size ({self.hidden})."
+        kv = self.kv_heads
+        if kv is not None and self.heads >= 1 and kv >= 1 and (kv > self.heads or self.heads % kv):
+            errors["kv_heads"] = f"Must divide attention_heads ({self.heads})."
+        if self.mlp not in MLP_KINDS:
+            errors["mlp_kind"] = f"Must be one of {', '.join(MLP_KINDS)}."
+        elif self.mlp == "gated" and self.ffn_hidden is None:
+            errors["ffn_hidden_size"] = "Give the MLP's width with a gated MLP."
+        if self.tied_embeddings and not self.vocab:
+            errors["tied_embeddings"] = "Give vocab_size with tied embeddings."
+        return errors
 
     @classmethod
     def infer(cls, params: float) -> ModelShape:
@@ -108,6 +188,22 @@ class ModelShape:
         return cls(layers=int(layers), hidden=int(hidden), heads=int(hidden // HEAD_DIM))
 
 
+def shape_params_error(
+    params: float, shape: ModelShape, tolerance: float = SHAPE_PARAMS_TOLERANCE
+) -> str | None:
+    """The message when `params` and the shape's own count differ by more than `tolerance`."""
+    counted = shape.params
+    if counted <= 0 or abs(params - counted) <= tolerance * counted:
+        return None
+    embeddings = f" + {shape.embedding_params:.4g} embedding" if shape.embedding_params else ""
+    return (
+        f"{params:.4g} parameters given, but the shape has {counted:.4g} ({shape.layers} layers "
+        f"× {shape.layer_params:.4g}{embeddings}): they differ by "
+        f"{abs(params - counted) / counted:.0%}, more than {tolerance:.0%}. Give one of them, "
+        "or make them agree."
+    )
+
+
 def activation_bytes_per_layer(
     seq_len: ArrayLike,
     micro_batch: ArrayLike,
@@ -117,6 +213,9 @@ def activation_bytes_per_layer(
     *,
     sequence_parallel: bool = True,
     recompute: ActivationRecompute = "none",
+    kv_hidden: ArrayLike | None = None,
+    ffn_hidden: ArrayLike | None = None,
+    gated_mlp: bool = False,
 ) -> NDArray[np.float64]:
     """Activation bytes one transformer layer keeps per micro-batch (Korthikanti 2022, Table 2).
 
@@ -125,6 +224,11 @@ def activation_bytes_per_layer(
     - tensor + sequence parallel: s·b·h·(34 + 5·a·s/h) / t
     - selective recomputation (attention core recomputed): s·b·h·34/t (with SP; 10+24/t without)
     - full recomputation (only the layer input kept): 2·s·b·h
+
+    The 24 that tensor parallelism splits is Q (2), K and V (4), the output projection's input
+    (2) and the MLP's two 4h-wide tensors (16), in bytes per s·b·h. Given `kv_hidden` (GQA:
+    K and V are kv_hidden wide), `ffn_hidden` (the MLP's width) or a gated MLP (three ffn-wide
+    tensors: gate, up and their product), those terms are 2 + 4·kv/h + 2 + (4 or 6)·ffn/h.
     """
     if recompute not in ACTIVATION_RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {ACTIVATION_RECOMPUTE_MODES}")
@@ -137,11 +241,35 @@ def activation_bytes_per_layer(
     attention_core = 5.0 * a * s / h  # softmax, its dropout mask, Q·K^T: the part selective drops
     if recompute == "full":
         return 2.0 * sbh * np.ones_like(t)
+    split = _tp_split_activations(h, kv_hidden, ffn_hidden, gated_mlp)
     # Sequence parallelism also splits the LayerNorm/dropout activations that TP alone keeps whole.
-    linear = 34.0 / t if sequence_parallel else 10.0 + 24.0 / t
+    whole = TP_WHOLE_ACTIVATIONS
+    linear = (whole + split) / t if sequence_parallel else whole + split / t
     if recompute == "selective":
         return sbh * linear
     return sbh * (linear + attention_core / t)
+
+
+# Korthikanti 2022 §4.1, bytes per s·b·h: what tensor parallelism keeps whole (LayerNorm inputs
+# 4, the attention and MLP inputs 2 + 2, their dropout masks 1 + 1) and what it splits.
+TP_WHOLE_ACTIVATIONS = 10.0
+TP_SPLIT_ACTIVATIONS = 24.0
+
+
+def _tp_split_activations(
+    hidden: NDArray[np.float64],
+    kv_hidden: ArrayLike | None,
+    ffn_hidden: ArrayLike | None,
+    gated_mlp: bool,
+) -> NDArray[np.float64] | float:
+    """The bytes per s·b·h that tensor parallelism splits: 24 for a GPT-3-like layer."""
+    if kv_hidden is None and ffn_hidden is None and not gated_mlp:
+        return TP_SPLIT_ACTIVATIONS
+    kv = hidden if kv_hidden is None else np.asarray(kv_hidden, dtype=np.float64)
+    ffn = FFN_PER_HIDDEN * hidden if ffn_hidden is None else np.asarray(ffn_hidden, np.float64)
+    mlp_tensors = 6.0 if gated_mlp else 4.0  # 2 bytes each: (gate, up, product) or (in, out)
+    split: NDArray[np.float64] = 2.0 + 4.0 * kv / hidden + 2.0 + mlp_tensors * ffn / hidden
+    return split
 
 
 def in_flight_micro_batches(
@@ -173,6 +301,9 @@ def activation_bytes_per_card(
     recompute: ActivationRecompute = "none",
     cp: ArrayLike = 1,
     virtual_stages: ArrayLike = 1,
+    kv_hidden: ArrayLike | None = None,
+    ffn_hidden: ArrayLike | None = None,
+    gated_mlp: bool = False,
 ) -> NDArray[np.float64]:
     """Peak activation bytes on the busiest card: per layer × layers/pp × in-flight micro-batches.
 
@@ -188,6 +319,9 @@ def activation_bytes_per_card(
         tp,
         sequence_parallel=sequence_parallel,
         recompute=recompute,
+        kv_hidden=kv_hidden,
+        ffn_hidden=ffn_hidden,
+        gated_mlp=gated_mlp,
     )
     layers_per_stage = np.ceil(
         np.asarray(shape_layers, dtype=np.float64) / np.asarray(pp, dtype=np.float64)

@@ -36,6 +36,35 @@ class FixedParallelism:
                 raise ValueError(f"{name} must be >= 1")
 
     @property
+    def product(self) -> int:
+        """tp · pp · cp · dp of the degrees that are fixed (1 when none is): every card count
+        must be a multiple of it."""
+        return int(np.prod([v for v in (self.tp, self.pp, self.cp, self.dp) if v is not None]))
+
+    def split_errors(self, *, cards: int | None, cards_per_node: int) -> dict[str, str]:
+        """Why the fixed degrees cannot split `cards` cards (None: not known yet) on nodes of
+        `cards_per_node`, keyed by the API's field names (tp_degree, ...)."""
+        errors: dict[str, str] = {}
+        if self.tp is not None and (self.tp > cards_per_node or cards_per_node % self.tp):
+            errors["tp_degree"] = (
+                f"Must divide the {cards_per_node} cards per node (tensor parallelism stays "
+                "inside a node)."
+            )
+        if cards is None:
+            return errors
+        fixed = [(name, getattr(self, name)) for name in ("tp", "pp", "cp", "dp")]
+        given = [(name, value) for name, value in fixed if value is not None]
+        if not given:
+            return errors
+        named = " × ".join(f"{name}={value}" for name, value in given)
+        last = f"{given[-1][0]}_degree"
+        if cards % self.product:
+            errors.setdefault(last, f"{named} = {self.product} must divide the {cards} cards.")
+        elif len(given) == len(fixed) and self.product != cards:
+            errors.setdefault(last, f"{named} = {self.product} must equal the {cards} cards.")
+        return errors
+
+    @property
     def model_parallel_cards(self) -> int | None:
         """t · p when both are fixed: deadline search then moves in steps of t · p cards."""
         if self.tp is None or self.pp is None:
@@ -171,11 +200,12 @@ def no_split_reason(
         return f"tp={fixed.tp} does not divide the {heads} attention heads"
     if fixed.pp is not None and fixed.pp > layers:
         return f"pp={fixed.pp} exceeds the {layers} layers"
-    fixed_product = int(np.prod([v for v in (fixed.tp, fixed.pp, fixed.dp) if v is not None]))
+    fixed_product = fixed.product
     if cards % fixed_product:
         return f"{cards} cards are not a multiple of the fixed parallel degrees ({fixed_product})"
     if fixed.tp is not None and fixed.pp is not None and fixed.dp is not None:
-        return f"{cards} cards != tp×pp×dp = {fixed_product}"
+        named = "tp×pp×cp×dp" if fixed.cp is not None else "tp×pp×dp"
+        return f"{cards} cards != {named} = {fixed_product}"
     return (
         f"no TP×PP×DP split of {cards} cards with TP <= {cards_per_node} per node dividing "
         f"{heads} heads, PP <= {layers} layers and DP × micro-batch <= global batch "

@@ -42,16 +42,16 @@ def mtbf_from_interruptions(interruptions: ArrayLike, period_h: ArrayLike) -> np
 
 # Fewer card-hours of jobs than this say too little about a pool's failure rate to replace
 # the default; zero failures give only a lower bound (exposure ÷ 1), never used either.
-MIN_FAILURE_EXPOSURE_CARD_H = 10_000.0
+MIN_FAILURE_EXPOSURE_CARD_HOURS = 10_000.0
 
 
 def failures_count(failures: ArrayLike, exposure_card_hours: ArrayLike) -> np.ndarray:
     """Where observed failures are enough to measure the MTBF: at least one failure over at
-    least :data:`MIN_FAILURE_EXPOSURE_CARD_H` card-hours (the plans' rule as well)."""
+    least :data:`MIN_FAILURE_EXPOSURE_CARD_HOURS` card-hours (the plans' rule as well)."""
     failures_arr = np.asarray(failures, dtype=float)
     exposure = np.asarray(exposure_card_hours, dtype=float)
     with np.errstate(invalid="ignore"):
-        return (failures_arr >= 1) & (exposure >= MIN_FAILURE_EXPOSURE_CARD_H)
+        return (failures_arr >= 1) & (exposure >= MIN_FAILURE_EXPOSURE_CARD_HOURS)
 
 
 def mtbf_card_from_failures(failures: ArrayLike, exposure_card_hours: ArrayLike) -> np.ndarray:
@@ -85,8 +85,8 @@ def site_kind_defaults(site_kind: ArrayLike) -> dict[str, np.ndarray]:
     names = np.asarray(site_kind).astype(str)
     mtbf = {
         "unknown": DEFAULTS["mtbf_card_hours"].value,
-        "production": DEFAULTS["mtbf_card_h_production"].value,
-        "research": DEFAULTS["mtbf_card_h_research"].value,
+        "production": DEFAULTS["mtbf_card_hours_production"].value,
+        "research": DEFAULTS["mtbf_card_hours_research"].value,
     }
     restart = {
         "unknown": DEFAULTS["restart_h"].value,
@@ -126,7 +126,7 @@ def card_generation(accelerator: ArrayLike) -> np.ndarray:
 
 def _generation_mtbf_h(generation: np.ndarray) -> np.ndarray:
     """The generation's published MTBF per card (NaN where none is published)."""
-    values = [float(DEFAULTS[f"mtbf_card_h_{g}"].value) for g in MTBF_GENERATIONS]
+    values = [float(DEFAULTS[f"mtbf_card_hours_{g}"].value) for g in MTBF_GENERATIONS]
     return np.select([generation == g for g in MTBF_GENERATIONS], values, np.nan)
 
 
@@ -144,7 +144,7 @@ def default_mtbf_card_hours(
     kinds = pd.Series(kind)
     basis = np.where(
         use_generation,
-        "default for " + labels + " cards (mtbf_card_h_" + pd.Series(gen) + ")",
+        "default for " + labels + " cards (mtbf_card_hours_" + pd.Series(gen) + ")",
         np.where(kinds == "unknown", "general default", "default for a " + kinds + " site"),
     ).astype(object)
     reasons = pd.Series(gen).map(MTBF_GENERATIONS_WITHOUT_FIGURE)

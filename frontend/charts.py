@@ -193,7 +193,7 @@ def figure_html(figure: Figure, dom_id: str) -> SafeString:
         div_id=dom_id,
         config=PLOTLY_CONFIG,
     )
-    # Plotly writes the data as JSON with <, > and / escaped (tests/hardening/test_bandit.py).
+    # Plotly writes the data as JSON with <, > and / escaped (tests/config/test_bandit.py).
     return mark_safe(html)  # noqa: S308  # nosec B308 B703
 
 

@@ -15,11 +15,23 @@ from django import forms
 from core.bounds import WithinLimit
 from engine.limits import limit, range_error
 from inventory.models import AcceleratorModel, Pool, Site
-from planner.plans import DEFAULT_HISTORY_DAYS
+from planner.plans import DEFAULT_HISTORY_DAYS, model_spec_errors
 
 BILLION = 1e9
 MILLION = 1e6
 MAX_SIZES = 200  # as the API (MAX_LIST_ITEMS)
+# The model's shape (optional; its own names as in the API and stored plans' workload).
+SHAPE_FIELDS = (
+    "layers",
+    "hidden_size",
+    "ffn_hidden_size",
+    "mlp_kind",
+    "attention_heads",
+    "kv_heads",
+    "vocab_size",
+    "tied_embeddings",
+)
+DEGREE_FIELDS = ("tp_degree", "pp_degree", "vp_degree", "cp_degree", "dp_degree", "micro_batch")
 
 # Plan input (section, key) → form field, so a service error shows next to its field.
 ERROR_FIELDS = {
@@ -34,10 +46,9 @@ ERROR_FIELDS = {
     ("workload", "max_batch_tokens"): "max_batch_million_tokens",
     ("workload", "zero_stage"): "zero_stage",
     ("workload", "parallelism"): "parallelism",
-    ("workload", "tp_degree"): "tp_degree",
-    ("workload", "pp_degree"): "pp_degree",
-    ("workload", "dp_degree"): "dp_degree",
-    ("workload", "layers"): "params_billions",
+    ("workload", "micro_batch"): "micro_batch",
+    **{("workload", f"{d}_degree"): f"{d}_degree" for d in ("tp", "pp", "vp", "cp", "dp")},
+    **{("workload", name): name for name in SHAPE_FIELDS},
     ("options_spec", "accelerators"): "accelerators",
     ("options_spec", "cards"): "cards",
     ("options_spec", "deadline_days"): "deadline_days",
@@ -94,8 +105,9 @@ class PlanForm(forms.Form):
     # The training goal
     params_billions = forms.FloatField(
         label="Parameters (billions)",
+        required=False,
         validators=[WithinLimitInBillions("model_params")],
-        help_text="N, e.g. 175 for GPT-3.",
+        help_text="N, e.g. 175 for GPT-3; optional with the model shape below.",
     )
     tokens_billions = forms.FloatField(
         label="Training tokens (billions)",
@@ -132,6 +144,36 @@ class PlanForm(forms.Form):
     zero_stage = forms.TypedChoiceField(
         label="ZeRO stage", choices=[(s, str(s)) for s in range(4)], coerce=int, initial=1
     )
+    # Advanced: the model's shape (else inferred GPT-3-like from the parameters)
+    layers = forms.IntegerField(label="Layers", validators=[WithinLimit("layers")], required=False)
+    hidden_size = forms.IntegerField(
+        label="Hidden size", validators=[WithinLimit("hidden_size")], required=False
+    )
+    ffn_hidden_size = forms.IntegerField(
+        label="MLP width (FFN hidden size)",
+        validators=[WithinLimit("ffn_hidden_size")],
+        required=False,
+        help_text="Default 4 × hidden size; required for a gated MLP (Llama 3.1 70B: 28672).",
+    )
+    mlp_kind = forms.ChoiceField(
+        label="MLP",
+        choices=[("plain", "Plain: two matrices (GPT-3)"), ("gated", "Gated: three (SwiGLU)")],
+        initial="plain",
+        required=False,
+    )
+    attention_heads = forms.IntegerField(
+        label="Attention heads", validators=[WithinLimit("attention_heads")], required=False
+    )
+    kv_heads = forms.IntegerField(
+        label="KV heads",
+        validators=[WithinLimit("attention_heads")],
+        required=False,
+        help_text="Grouped-query attention; default: as many as the attention heads.",
+    )
+    vocab_size = forms.IntegerField(
+        label="Vocabulary", validators=[WithinLimit("vocab_size")], required=False
+    )
+    tied_embeddings = forms.BooleanField(label="Tied input and output embeddings", required=False)
     parallelism = forms.ChoiceField(
         label="TP × PP × DP split",
         choices=[("choose", "Choose for me"), ("fixed", "Fixed degrees")],
@@ -144,8 +186,22 @@ class PlanForm(forms.Form):
     pp_degree = forms.IntegerField(
         label="Pipeline parallel (PP)", validators=[WithinLimit("pp_degree")], required=False
     )
+    vp_degree = forms.IntegerField(
+        label="Virtual stages per pipeline rank (VP)",
+        validators=[WithinLimit("vp_degree")],
+        required=False,
+    )
+    cp_degree = forms.IntegerField(
+        label="Context parallel (CP)", validators=[WithinLimit("cp_degree")], required=False
+    )
     dp_degree = forms.IntegerField(
         label="Data parallel (DP)", validators=[WithinLimit("dp_degree")], required=False
+    )
+    micro_batch = forms.IntegerField(
+        label="Micro-batch (sequences)",
+        validators=[WithinLimit("micro_batch")],
+        required=False,
+        help_text="Default 1.",
     )
     # The options
     accelerators = forms.ModelMultipleChoiceField(
@@ -221,7 +277,7 @@ class PlanForm(forms.Form):
         "max_batch_million_tokens",
         "zero_stage",
     )
-    PARALLELISM_FIELDS = ("parallelism", "tp_degree", "pp_degree", "dp_degree")
+    PARALLELISM_FIELDS = ("parallelism", *DEGREE_FIELDS)
     LEVER_FIELDS = ("liquid_cooling_cost", "colocation_cost")
 
     def __init__(self, *args, **kwargs):
@@ -237,6 +293,9 @@ class PlanForm(forms.Form):
 
     def parallelism_fields(self):
         return self.section(self.PARALLELISM_FIELDS[1:])
+
+    def shape_fields(self):
+        return self.section(SHAPE_FIELDS)
 
     def option_fields(self):
         return self.section(("cards", "deadline_days", "history_days", "cost_basis"))
@@ -262,10 +321,13 @@ class PlanForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("parallelism") == "fixed" and not any(
-            data.get(k) for k in ("tp_degree", "pp_degree", "dp_degree")
-        ):
+        if data.get("parallelism") == "fixed" and not any(data.get(k) for k in DEGREE_FIELDS):
             self.add_error("tp_degree", "Give at least one degree, or let the planner choose.")
+        if "params_billions" in data and all(f in data for f in SHAPE_FIELDS):
+            for field, message in model_spec_errors(self._model(data)).items():
+                if field == "model_params" and data.get("params_billions") is None:
+                    message = "This field is required, unless the model shape below is given."
+                self.add_error(ERROR_FIELDS.get(("workload", field)), message)
         batch, cap = data.get("global_batch_million_tokens"), data.get("max_batch_million_tokens")
         if batch and cap and cap < batch:
             self.add_error("max_batch_million_tokens", "Must be at least the global batch.")
@@ -283,11 +345,24 @@ class PlanForm(forms.Form):
             self.add_error("accelerators", "Choose card models or existing pools (or both).")
         return data
 
+    @staticmethod
+    def _model(data: Mapping[str, Any]) -> dict[str, Any]:
+        """N (when given) and the shape fields given, as the workload names them."""
+        model: dict[str, Any] = {}
+        if data.get("params_billions") is not None:
+            model["model_params"] = data["params_billions"] * BILLION
+        for name in SHAPE_FIELDS:
+            value = data.get(name)
+            if value in (None, "", False) or (name == "mlp_kind" and value == "plain"):
+                continue  # not given, or the default
+            model[name] = value
+        return model
+
     def plan_inputs(self) -> dict[str, Any]:
         """create_plan keyword arguments from the cleaned data."""
         data = self.cleaned_data
         workload: dict[str, Any] = {
-            "model_params": data["params_billions"] * BILLION,
+            **self._model(data),
             "tokens": data["tokens_billions"] * BILLION,
             "flops_per_param_token": data["flops_per_param_token"],
             "precision": data["precision"],
@@ -302,7 +377,7 @@ class PlanForm(forms.Form):
             if data.get(field):
                 workload[key] = data[field] * MILLION
         if data["parallelism"] == "fixed":
-            for key in ("tp_degree", "pp_degree", "dp_degree"):
+            for key in DEGREE_FIELDS:
                 if data.get(key):
                     workload[key] = data[key]
         spec: dict[str, Any] = {

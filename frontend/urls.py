@@ -2,7 +2,16 @@ from django.urls import path
 
 from frontend import charts, import_views, sharing
 from frontend import inventory_views as inv
-from frontend.dashboards import analyses, costs, fleet, inference, planner, usage, usage_imports
+from frontend.dashboards import (
+    analyses,
+    costs,
+    fleet,
+    inference,
+    planner,
+    track_record,
+    usage,
+    usage_imports,
+)
 from frontend.history_views import history_urls
 
 app_name = "frontend"
@@ -111,5 +120,6 @@ urlpatterns = [
     *costs.urlpatterns,
     *inference.urlpatterns,
     *planner.urlpatterns,
+    *track_record.urlpatterns,
     *sharing.urlpatterns,
 ]

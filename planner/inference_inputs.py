@@ -10,6 +10,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
+from core.strict import StrictFieldsMixin
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
@@ -48,7 +49,7 @@ def _int(name: str, **kwargs) -> serializers.IntegerField:
     return bounded_int(name, required=False, allow_null=True, **kwargs)
 
 
-class InferenceEstimateInputSerializer(serializers.Serializer):
+class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer):
     model_params = _float("model_params", help_text="Parameters N.")
     layers = _int("layers")
     hidden = _int("hidden_size", help_text="Model width (d_model).")

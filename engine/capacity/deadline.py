@@ -21,9 +21,8 @@ def _feasible(best: pd.DataFrame, deadline_days: NDArray[np.float64]) -> NDArray
 
 def _granularity(frame: pd.DataFrame, workload: TrainingWorkload) -> NDArray[np.int64]:
     fixed = workload.parallelism
-    fixed_product = int(np.prod([v for v in (fixed.tp, fixed.pp, fixed.dp) if v is not None]))
     step = frame["card_granularity"].to_numpy(np.int64)
-    granularity: NDArray[np.int64] = np.lcm(step, fixed_product)
+    granularity: NDArray[np.int64] = np.lcm(step, fixed.product)
     return granularity
 
 

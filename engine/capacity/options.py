@@ -332,7 +332,7 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     neither = frame["cards"].isna() & frame["deadline_days"].isna()
     fixed = workload.parallelism
     if neither.any() and fixed.tp and fixed.pp and fixed.dp:
-        frame.loc[neither, "cards"] = fixed.tp * fixed.pp * fixed.dp
+        frame.loc[neither, "cards"] = fixed.product
     frame["cards_per_node"] = frame["cards_per_node"].astype(np.int64)
     frame["card_granularity"] = frame["card_granularity"].astype(np.int64)
     cooling = frame["cooling_type"].to_numpy(dtype=object)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from engine.capacity.band import days_band, uncertainty_tornado
 from engine.capacity.deadline import cards_for_deadline
-from engine.capacity.options import prepare_options
+from engine.capacity.options import OPTION_COLUMN_DEFAULTS, prepare_options
 from engine.capacity.outcomes import (
     OUTPUT_COLUMNS,
     compute_outcomes,
@@ -20,7 +20,10 @@ from engine.capacity.outcomes import (
 from engine.capacity.splits import SPLIT_COLUMNS, best_split_per_option
 from engine.capacity.workload import (
     DEFAULT_MAX_CARDS,
+    DEGREE_FIELDS,
     FACTORS,
+    SHAPE_SPEC_FIELDS,
+    PlannerInputError,
     TrainingWorkload,
     workload_from_spec,
 )
@@ -120,11 +123,13 @@ _WORKLOAD_FIELDS = (
     "flops_per_param_token",
     "precision",
     "zero_stage",
-    "dp_degree",
+    *(f"{degree}_degree" for degree in DEGREE_FIELDS),
+    "micro_batch",
     "seq_len",
     "global_batch_sequences",
     "global_batch_tokens",
     "max_batch_tokens",
+    *SHAPE_SPEC_FIELDS,
 )
 # Every payload field the scalar estimate reads, besides "accelerator".
 ESTIMATE_PAYLOAD_FIELDS: tuple[str, ...] = (
@@ -231,7 +236,15 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
     columns. Raises PlannerInputError for what only the engine can check (e.g. the shape).
     """
     workload = workload_from_spec(payload)
-    plan = plan_capacity(workload, pd.DataFrame([_scalar_option(payload)]))
+    option = _scalar_option(payload)
+    cards_per_node = option.get("cards_per_node", OPTION_COLUMN_DEFAULTS["cards_per_node"])
+    cards = option.get("cards")
+    errors = workload.parallelism.split_errors(
+        cards=None if cards is None else int(cards), cards_per_node=int(cards_per_node)
+    )
+    if errors:  # one option: a fixed degree it cannot take is the caller's error, not a reason
+        raise PlannerInputError(errors)
+    plan = plan_capacity(workload, pd.DataFrame([option]))
     row = plan.iloc[0]
 
     def number(column: str) -> float | None:

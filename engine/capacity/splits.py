@@ -160,6 +160,7 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
         recompute=workload.activation_recompute,
         cp=cp,
         virtual_stages=vp,
+        **shape.activation_terms(),
     )
     usable = usable_card_bytes(
         frame["memory_gb"].to_numpy(np.float64)[row], workload.usable_memory_share

@@ -91,6 +91,8 @@ class TrainingWorkload:
         if not 0 < self.usable_memory_share <= 1:
             errors["usable_memory_share"] = "must be in (0, 1]"
         errors = {**self._range_errors(), **errors}
+        if not errors:
+            errors = {**self._shape_errors(), **self._parallel_errors()}
         if errors:
             raise PlannerInputError(errors)
 
@@ -103,6 +105,53 @@ class TrainingWorkload:
         for attribute, name in SHAPE_LIMITS.items():
             if self.shape and (message := range_error(name, getattr(self.shape, attribute))):
                 errors[name] = message
+        if self.shape and (message := range_error("attention_heads", self.shape.kv_heads)):
+            errors["kv_heads"] = message
+        return errors
+
+    def _shape_errors(self) -> dict[str, str]:
+        """A given shape that cannot exist (heads not dividing the width, ...). `params` stays
+        the model's N even where a partial shape counts fewer (callers of the engine may give
+        layers and width only); the API refuses a disagreement (engine.memory.
+        shape_params_error)."""
+        return {} if self.shape is None else self.shape.errors()
+
+    def _parallel_errors(self) -> dict[str, str]:
+        """Fixed degrees the model (its layers and heads) or the batch cannot take, keyed by the
+        API's field names; those that depend on an option's cards are its reason instead."""
+        fixed, shape = self.parallelism, self.model_shape
+        inferred = "" if self.shape else " (inferred from model_params; give the shape to set it)"
+        errors: dict[str, str] = {}
+        if fixed.tp is not None and shape.heads % fixed.tp:
+            errors["tp_degree"] = f"Must divide the {shape.heads} attention heads{inferred}."
+        if fixed.pp is not None and fixed.pp > shape.layers:
+            errors["pp_degree"] = f"Must be at most the {shape.layers} layers{inferred}."
+        elif fixed.pp is not None and self.shape and shape.layers % fixed.pp:
+            errors["pp_degree"] = f"Must divide the {shape.layers} layers."
+        if fixed.vp is not None and fixed.vp > 1:
+            if fixed.pp == 1:
+                errors["vp_degree"] = "Virtual stages need pipeline parallelism (pp_degree > 1)."
+            elif fixed.pp is not None and fixed.pp * fixed.vp > shape.layers:
+                errors["vp_degree"] = (
+                    f"pp × vp = {fixed.pp * fixed.vp} must be at most the {shape.layers} "
+                    f"layers{inferred}."
+                )
+            elif fixed.pp is not None and self.shape and shape.layers % (fixed.pp * fixed.vp):
+                errors["vp_degree"] = (
+                    f"pp × vp = {fixed.pp * fixed.vp} must divide the {shape.layers} layers."
+                )
+            elif 2 * fixed.vp > shape.layers:
+                errors["vp_degree"] = f"2 × vp must be at most the {shape.layers} layers."
+        if fixed.cp is not None and int(self.seq_len) % fixed.cp:
+            errors["cp_degree"] = f"Must divide seq_len ({int(self.seq_len)})."
+        if fixed.dp is not None:
+            largest = self.batch_rule.largest
+            micro = self.micro_batch or 1
+            if fixed.dp * micro > largest:
+                errors["dp_degree"] = (
+                    f"dp × micro_batch = {fixed.dp * micro} exceeds the global batch of "
+                    f"{largest} sequences: every replica needs a micro-batch."
+                )
         return errors
 
     @property
@@ -166,20 +215,49 @@ _SPEC_FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
+# The model's shape in a payload: layers, hidden_size and attention_heads together, the rest
+# optional (API field → ModelShape field).
+SHAPE_SPEC_FIELDS: dict[str, str] = {
+    "layers": "layers",
+    "hidden_size": "hidden",
+    "attention_heads": "heads",
+    "kv_heads": "kv_heads",
+    "ffn_hidden_size": "ffn_hidden",
+    "vocab_size": "vocab",
+    "tied_embeddings": "tied_embeddings",
+    "mlp_kind": "mlp",
+}
+SHAPE_REQUIRED_FIELDS: tuple[str, ...] = ("layers", "hidden_size", "attention_heads")
+# Degrees a payload may fix (API field `<name>_degree` → FixedParallelism field).
+DEGREE_FIELDS: tuple[str, ...] = ("tp", "pp", "cp", "vp", "dp")
+
+
+def shape_from_spec(spec: Mapping[str, Any]) -> ModelShape | None:
+    """The shape a payload gives (None: inferred from model_params)."""
+    if not all(spec.get(key) for key in SHAPE_REQUIRED_FIELDS):
+        return None
+    values: dict[str, Any] = {}
+    for key, name in SHAPE_SPEC_FIELDS.items():
+        value = spec.get(key)
+        if value is None:
+            continue
+        values[name] = value if name in ("tied_embeddings", "mlp") else int(value)
+    return ModelShape(**values)
+
+
 def workload_from_spec(spec: Mapping[str, Any], **overrides: Any) -> TrainingWorkload:
-    """The workload of a validated payload (API field names); ``overrides`` win."""
+    """The workload of a validated payload (API field names); ``overrides`` win. Without
+    model_params, N is the given shape's own count (ModelShape.params)."""
     values = {
         name: (convert(spec[key]) if convert else spec[key])
         for key, (name, convert) in _SPEC_FIELDS.items()
         if spec.get(key) is not None
     }
-    if spec.get("layers"):
-        values["shape"] = ModelShape(
-            layers=int(spec["layers"]),
-            hidden=int(spec["hidden_size"]),
-            heads=int(spec["attention_heads"]),
-        )
-    degrees = {d: spec.get(f"{d}_degree") for d in ("tp", "pp", "dp")}
+    shape = shape_from_spec(spec)
+    if shape is not None:
+        values["shape"] = shape
+        values.setdefault("params", float(shape.params))
+    degrees = {d: spec.get(f"{d}_degree") for d in DEGREE_FIELDS}
     values["parallelism"] = FixedParallelism(
         **{d: (int(v) if v else None) for d, v in degrees.items()}
     )

@@ -1,8 +1,11 @@
-"""One spelling of card-hours: the `mtbf_card_h` assumption key becomes `mtbf_card_hours`."""
+"""One spelling of card-hours: the `mtbf_card_h*` assumption keys become `mtbf_card_hours*`."""
 
 from django.db import migrations
 
-OLD, NEW = "mtbf_card_h", "mtbf_card_hours"
+KEYS = [
+    (f"mtbf_card_h{suffix}", f"mtbf_card_hours{suffix}")
+    for suffix in ("", "_production", "_research", "_hopper", "_ampere")
+]
 
 
 def _rename_key(apps, schema_editor, old: str, new: str) -> None:
@@ -14,11 +17,13 @@ def _rename_key(apps, schema_editor, old: str, new: str) -> None:
 
 
 def forwards(apps, schema_editor):
-    _rename_key(apps, schema_editor, OLD, NEW)
+    for old, new in KEYS:
+        _rename_key(apps, schema_editor, old, new)
 
 
 def backwards(apps, schema_editor):
-    _rename_key(apps, schema_editor, NEW, OLD)
+    for old, new in KEYS:
+        _rename_key(apps, schema_editor, new, old)
 
 
 class Migration(migrations.Migration):

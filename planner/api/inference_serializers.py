@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from core.strict import StrictFieldsMixin
+
 
 class InferenceOptionSerializer(serializers.Serializer):
     accelerator = serializers.CharField()
@@ -50,7 +52,7 @@ class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
     provenance = serializers.DictField(child=serializers.CharField())
 
 
-class InferencePlanInputSerializer(serializers.Serializer):
+class InferencePlanInputSerializer(StrictFieldsMixin, serializers.Serializer):
     """A stored inference plan: a name and the estimate's input (checked as the estimate's)."""
 
     name = serializers.CharField(max_length=200)

@@ -10,11 +10,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
+from core.strict import StrictFieldsMixin
 from engine.capacity import K_ERROR
 from engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from engine.limits import limit, range_error
 from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from inventory.models import CoolingType
+from planner.api.shape_serializers import TrainingModelSerializer
 from planner.models import Plan
 from planner.plans import MAX_COMPARED_PLANS, can_edit
 
@@ -42,10 +44,10 @@ def either_or(attrs: dict, first: str, second: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-class WorkloadSerializer(serializers.Serializer):
-    """The training goal (TrainingWorkload inputs; docs/capacity-planning.md §1)."""
+class WorkloadSerializer(TrainingModelSerializer):
+    """The training goal (TrainingWorkload inputs; docs/capacity-planning.md §1): N or the
+    model's shape, the fixed degrees (TrainingModelSerializer), the data and the batch."""
 
-    model_params = bounded_float("model_params", help_text="Parameters N.")
     tokens = bounded_float(
         "tokens", required=False, allow_null=True, help_text="Training tokens D."
     )
@@ -76,22 +78,11 @@ class WorkloadSerializer(serializers.Serializer):
         choices=list(ACTIVATION_RECOMPUTE_MODES), required=False, allow_null=True
     )
     sequence_parallel = serializers.BooleanField(default=True)
-    tp_degree = bounded_int("tp_degree", required=False, allow_null=True)
-    pp_degree = bounded_int("pp_degree", required=False, allow_null=True)
-    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
-    layers = bounded_int("layers", required=False, allow_null=True)
-    hidden_size = bounded_int("hidden_size", required=False, allow_null=True)
-    attention_heads = bounded_int("attention_heads", required=False, allow_null=True)
     usable_memory_share = share_float(default=0.9)
 
     def validate(self, attrs):
         if attrs.get("tokens") is None and attrs.get("total_flops") is None:
             raise serializers.ValidationError({"tokens": "Give tokens or total_flops."})
-        shape = [attrs.get(k) for k in ("layers", "hidden_size", "attention_heads")]
-        if any(shape) and not all(shape):
-            raise serializers.ValidationError(
-                {"layers": "Give layers, hidden_size and attention_heads together, or none."}
-            )
         batch, cap = attrs.get("global_batch_tokens"), attrs.get("max_batch_tokens")
         if batch is not None and cap is not None and cap < batch:
             raise serializers.ValidationError(
@@ -101,6 +92,7 @@ class WorkloadSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {"micro_batch": "Must not exceed global_batch_sequences."}
             )
+        self.check_model(attrs)
         return attrs
 
 
@@ -131,7 +123,7 @@ class CatalogKeyField(serializers.Field):
         return value
 
 
-class ExplicitSiteSerializer(serializers.Serializer):
+class ExplicitSiteSerializer(StrictFieldsMixin, serializers.Serializer):
     """A site that is not in the inventory: its energy figures entered directly."""
 
     name = serializers.CharField(max_length=100)
@@ -185,7 +177,7 @@ def _unique(values: list) -> list:
     return seen
 
 
-class OptionsSpecSerializer(serializers.Serializer):
+class OptionsSpecSerializer(StrictFieldsMixin, serializers.Serializer):
     """Which options to evaluate. For example::
 
         {"accelerators": ["H100 SXM5 80GB", 4], "cards": [512, 1024],
@@ -251,7 +243,7 @@ class OptionsSpecSerializer(serializers.Serializer):
         return attrs
 
 
-class OverridesSerializer(serializers.Serializer):
+class OverridesSerializer(StrictFieldsMixin, serializers.Serializer):
     """Entered for every option; they win over catalog and inventory figures."""
 
     mfu = share_float(required=False, allow_null=True)
@@ -296,7 +288,7 @@ LEVER_NEEDS = {
 }
 
 
-class LeverSerializer(serializers.Serializer):
+class LeverSerializer(StrictFieldsMixin, serializers.Serializer):
     """An improvement and its one-off cost (docs/capacity-planning.md §9)."""
 
     name = serializers.ChoiceField(choices=list(LEVER_NEEDS))
@@ -318,7 +310,7 @@ class LeverSerializer(serializers.Serializer):
         return {key: value for key, value in attrs.items() if value is not None}
 
 
-class PlanInputSerializer(serializers.Serializer):
+class PlanInputSerializer(StrictFieldsMixin, serializers.Serializer):
     """What a planner sends to create (or, merged with the stored plan, change) a plan."""
 
     name = serializers.CharField(max_length=200)
@@ -328,11 +320,13 @@ class PlanInputSerializer(serializers.Serializer):
     levers = LeverSerializer(many=True, required=False, default=list, max_length=MAX_LEVERS)
 
 
-class PlanCloneSerializer(serializers.Serializer):
+class PlanCloneSerializer(StrictFieldsMixin, serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
 
 
-class PlanCompareQuerySerializer(serializers.Serializer):
+class PlanCompareQuerySerializer(StrictFieldsMixin, serializers.Serializer):
+    ignored_fields = ("format",)  # the renderer's query parameter
+
     ids = serializers.CharField(
         help_text=f"Comma-separated plan ids, e.g. 1,2 (at most {MAX_COMPARED_PLANS})."
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.bounds import WithinDates, bounded_float, bounded_int
+from core.strict import StrictFieldsMixin
 from engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
@@ -45,14 +46,14 @@ class AnalysisRowSerializer(serializers.Serializer):
         return dict(instance)
 
 
-class AnalysisCreateSerializer(serializers.Serializer):
+class AnalysisCreateSerializer(StrictFieldsMixin, serializers.Serializer):
     scope = serializers.ChoiceField(choices=ANALYSIS_SCOPES)
     object_id = bounded_int("object_id", required=False, allow_null=True)
     period_start = serializers.DateTimeField(required=False, validators=[WithinDates()])
     period_end = serializers.DateTimeField(required=False, validators=[WithinDates()])
 
 
-class EffectiveTimeInputSerializer(serializers.Serializer):
+class EffectiveTimeInputSerializer(StrictFieldsMixin, serializers.Serializer):
     cards = bounded_int("cards")
     mtbf_card_hours = bounded_float("mtbf_card_hours", required=False)
     checkpoint_save_minutes = bounded_float("checkpoint_minutes", required=False)
@@ -75,13 +76,13 @@ class EffectiveTimeOutputSerializer(serializers.Serializer):
     provenance = serializers.DictField(child=serializers.CharField())
 
 
-class PoolMemberSerializer(serializers.Serializer):
+class PoolMemberSerializer(StrictFieldsMixin, serializers.Serializer):
     accelerator = AcceleratorField(queryset=AcceleratorModel.objects.all())
     cards = bounded_int("cards")
     mfu = bounded_float("share", required=False)
 
 
-class PoolEstimateInputSerializer(serializers.Serializer):
+class PoolEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer):
     members = PoolMemberSerializer(many=True, allow_empty=False)
     mixing_penalty = bounded_float("mixing_penalty", required=False)
     global_batch_microbatches = bounded_int("microbatches", required=False)
@@ -107,7 +108,7 @@ def _share_field(**kwargs) -> serializers.FloatField:
     return bounded_float("share", required=False, **kwargs)
 
 
-class UtilizationInputSerializer(serializers.Serializer):
+class UtilizationInputSerializer(StrictFieldsMixin, serializers.Serializer):
     pue = bounded_float("pue", required=False)
     energy = _share_field(help_text="1/PUE; give this or pue.")
     mfu = _share_field()

@@ -15,6 +15,7 @@ from engine.reliability import SITE_KINDS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel, CoolingType
 from planner.api.plan_serializers import K_MESSAGE, either_or, number_schema, share_float
+from planner.api.shape_serializers import TrainingModelSerializer
 
 _SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
 
@@ -40,10 +41,11 @@ class ShareOrModeledField(serializers.Field):
         return value
 
 
-class TrainingEstimateInputSerializer(serializers.Serializer):
-    """One option: a model on a card model from the catalog (docs/capacity-planning.md §10)."""
+class TrainingEstimateInputSerializer(TrainingModelSerializer):
+    """One option: a model on a card model from the catalog (docs/capacity-planning.md §10).
 
-    model_params = bounded_float("model_params", help_text="Parameters N.")
+    N or the model's shape and the fixed degrees: TrainingModelSerializer."""
+
     tokens = bounded_float("tokens", required=False, allow_null=True)
     total_flops = bounded_float("total_flops", required=False, allow_null=True)
     flops_per_param_token = serializers.ChoiceField(
@@ -81,7 +83,12 @@ class TrainingEstimateInputSerializer(serializers.Serializer):
     capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
     amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
-    dp_degree = bounded_int("dp_degree", required=False, allow_null=True)
+    micro_batch = bounded_int(
+        "micro_batch",
+        required=False,
+        allow_null=True,
+        help_text="Fix the sequences per micro-batch; default: the search tries 1, 2 and 4.",
+    )
     seq_len = bounded_int("seq_len", required=False)
     global_batch_sequences = bounded_int("global_batch_sequences", required=False)
     global_batch_tokens = bounded_float("global_batch_tokens", required=False, allow_null=True)
@@ -127,6 +134,12 @@ class TrainingEstimateInputSerializer(serializers.Serializer):
         cards, dp = attrs.get("cards"), attrs.get("dp_degree")
         if cards and dp and cards % dp:
             raise serializers.ValidationError({"dp_degree": f"Must divide cards ({cards})."})
+        micro_batch, batch = attrs.get("micro_batch"), attrs.get("global_batch_sequences")
+        if micro_batch is not None and batch is not None and micro_batch > batch:
+            raise serializers.ValidationError(
+                {"micro_batch": "Must not exceed global_batch_sequences."}
+            )
+        self.check_model(attrs)
         return attrs
 
 

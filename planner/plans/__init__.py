@@ -47,9 +47,9 @@ from planner.plans.lifecycle import (  # noqa: F401 (the package's API)
 from planner.plans.options import (  # noqa: F401 (the package's API)
     CARD_PRICE_COLUMNS,
     build_options,
-    validate_inputs,
     without_unpriced_money,
 )
+from planner.plans.validation import validate_inputs  # noqa: F401 (the package's API)
 from planner.plans.workload import (  # noqa: F401 (the package's API)
     ASSUMPTION_COLUMNS,
     DEFAULT_AMORTIZATION_YEARS,
@@ -66,8 +66,11 @@ from planner.plans.workload import (  # noqa: F401 (the package's API)
     OPTION_COLUMNS,
     OVERRIDE,
     PROVENANCE_COLUMN,
+    SHAPE_OPTIONAL_FIELDS,
     SHORTLIST_PER_RANKING,
     WHOLE_NUMBER_COLUMNS,
     PlanInputError,
     build_workload,
+    model_spec_errors,
+    workload_errors,
 )

@@ -15,7 +15,7 @@ from django.utils import timezone
 from core.jobs import lifecycle as jobs
 from core.jobs.dispatch import send_or_defer
 from planner.models import Plan
-from planner.plans.options import validate_inputs
+from planner.plans.validation import validate_inputs
 
 # Inventory level → the option column naming the object (what staleness looks up).
 REF_COLUMNS = {

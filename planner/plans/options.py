@@ -15,11 +15,6 @@ from django.utils import timezone
 
 from accounting.coverage import record_spans
 from accounting.selectors import apply_measured_usage
-from engine.capacity import (
-    PlannerInputError,
-    TrainingWorkload,
-    prepare_options,
-)
 from engine.defaults import default_value
 from inventory.currency import conversions
 from inventory.frames import cluster_cards, opex_per_card
@@ -30,12 +25,11 @@ from planner.plans.workload import (
     DEFAULT_HISTORY_DAYS,
     FACTOR_OVERRIDES,
     MAX_OPTIONS,
-    MIN_FAILURE_EXPOSURE_CARD_H,
+    MIN_FAILURE_EXPOSURE_CARD_HOURS,
     MIN_HISTORY,
     OVERRIDE,
     PROVENANCE_COLUMN,
     PlanInputError,
-    build_workload,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -254,10 +248,10 @@ def _measured_mtbf(failures: Any, exposure_card_hours: Any) -> dict[str, Any]:
         return {}
     failures, exposure = int(failures or 0), float(exposure_card_hours)
     counted = f"{failures} node failure{'' if failures == 1 else 's'}"
-    if exposure < MIN_FAILURE_EXPOSURE_CARD_H:
+    if exposure < MIN_FAILURE_EXPOSURE_CARD_HOURS:
         return {
             "mtbf_note": f"{counted} in {exposure:,.0f} card-hours of jobs: "
-            f"fewer than {MIN_FAILURE_EXPOSURE_CARD_H:,.0f} card-hours, not used"
+            f"fewer than {MIN_FAILURE_EXPOSURE_CARD_HOURS:,.0f} card-hours, not used"
         }
     if failures == 0:
         return {
@@ -576,23 +570,3 @@ def build_options(
         )
     frame.index = pd.RangeIndex(len(frame), name="option_id")
     return frame, warnings
-
-
-def validate_inputs(
-    workload: Mapping[str, Any], options_spec: Mapping[str, Any], overrides: Mapping[str, Any]
-) -> tuple[TrainingWorkload, pd.DataFrame]:
-    """Check the inputs against the inventory and the engine before queueing (400, not a
-    failed run); raises PlanInputError naming the field."""
-    engine_workload = build_workload(workload)
-    options, _ = build_options(options_spec, overrides)
-    try:
-        prepare_options(options, engine_workload)
-    except PlannerInputError as exc:
-        section = {
-            key: "overrides" if key in (overrides or {}) else "options_spec" for key in exc.errors
-        }
-        nested: dict[str, dict[str, str]] = {}
-        for key, message in exc.errors.items():
-            nested.setdefault(section[key], {})[key] = message
-        raise PlanInputError(nested) from exc
-    return engine_workload, options

@@ -10,8 +10,10 @@ from engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
 )
-from engine.capacity.workload import workload_from_spec
-from engine.reliability import MIN_FAILURE_EXPOSURE_CARD_H  # noqa: F401 (the rule)
+from engine.capacity.workload import SHAPE_REQUIRED_FIELDS, shape_from_spec, workload_from_spec
+from engine.limits import range_error
+from engine.memory import shape_params_error
+from engine.reliability import MIN_FAILURE_EXPOSURE_CARD_HOURS  # noqa: F401 (the rule)
 
 MAX_OPTIONS = 5_000  # a bigger grid is rarely a question anyone asks, and the JSON grows fast
 MIN_OPTIONS_PER_CHUNK = 64  # below this, progress reporting costs more than it tells
@@ -165,6 +167,61 @@ class PlanInputError(ValueError):
 
 # API field → TrainingWorkload field, where they differ.
 _WORKLOAD_API_NAMES = {"params": "model_params"}
+# The shape's refinements: given only with layers, hidden_size and attention_heads.
+SHAPE_OPTIONAL_FIELDS = ("ffn_hidden_size", "mlp_kind", "kv_heads", "vocab_size", "tied_embeddings")
+# Values that say nothing beyond the default (an unticked box, the plain MLP).
+_NEUTRAL_SHAPE_VALUES = {"tied_embeddings": False, "mlp_kind": "plain"}
+SHAPE_TOGETHER = "Give layers, hidden_size and attention_heads together, or none of them."
+
+
+def model_spec_errors(spec: Mapping[str, Any]) -> dict[str, str]:
+    """What is wrong with a workload's model, by field: the shape incomplete or impossible,
+    neither N nor a shape, a shape whose own count is out of range, or N and the shape's count
+    apart by more than 10 % (engine.memory.shape_params_error). Empty when it is fine.
+
+    For requests (the API, the planner form); a stored plan's computation does not re-check
+    the 10 % (the engine takes N as given beside a partial shape)."""
+    given = [key for key in SHAPE_REQUIRED_FIELDS if spec.get(key) is not None]
+    if given and len(given) < len(SHAPE_REQUIRED_FIELDS):
+        return {key: SHAPE_TOGETHER for key in SHAPE_REQUIRED_FIELDS if key not in given}
+    if not given:
+        extras = [
+            key
+            for key in SHAPE_OPTIONAL_FIELDS
+            if spec.get(key) is not None and spec.get(key) != _NEUTRAL_SHAPE_VALUES.get(key)
+        ]
+        if extras:
+            return dict.fromkeys(extras, "Give it with layers, hidden_size and attention_heads.")
+        if spec.get("model_params") is None:
+            return {
+                "model_params": "model_params is required, unless the model's shape (layers, "
+                "hidden_size and attention_heads) is given."
+            }
+        return {}
+    shape = shape_from_spec(spec)
+    assert shape is not None  # the three required fields are given
+    if errors := shape.errors():
+        return errors
+    if message := range_error("model_params", shape.params):
+        return {"layers": f"The shape has {shape.params:.4g} parameters. {message}"}
+    params = spec.get("model_params")
+    if params is not None and (message := shape_params_error(float(params), shape)):
+        return {"model_params": message}
+    return {}
+
+
+def workload_errors(spec: Mapping[str, Any], **overrides: Any) -> dict[str, str]:
+    """model_spec_errors, then what the engine refuses (fixed degrees the model or the batch
+    cannot take, ...), keyed by the API's field names."""
+    if errors := model_spec_errors(spec):
+        return errors
+    try:
+        workload_from_spec(spec, **overrides)
+    except PlannerInputError as exc:
+        return {_WORKLOAD_API_NAMES.get(k, k): v for k, v in exc.errors.items()}
+    except ValueError as exc:  # FixedParallelism's own checks
+        return {"parallelism": str(exc)}
+    return {}
 
 
 def build_workload(spec: Mapping[str, Any]) -> TrainingWorkload:

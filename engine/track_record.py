@@ -1,0 +1,407 @@
+"""The planner's public track record: published training runs through today's planner.
+
+Each run of ``engine/data/published_training_runs.json`` gives only what the planner takes —
+the model's shape, the global batch, the cards and their links, the precision — as
+tests/engine/capacity/test_published_runs.py does; the planner chooses its own split.
+Effective time and utilization are fixed to 1: throughput is what is compared, failures and
+queueing are other factors. The modeled throughput (tokens per second per card) is converted
+to the published figure's convention (MFU or % of peak under the paper's FLOP count, TFLOP/s
+per GPU, or tokens/s per GPU), and each row says how far it is from the published figure and
+whether the figure lies inside the planner's 10th–90th percentile band (``days_low`` and
+``days_high`` of plan_capacity, turned into throughput).
+
+``compute_track_record`` returns the rows and a summary (median and worst error, mean signed
+error, band coverage; for all runs, the calibration runs and the held-out runs);
+benchmarks/fidelity.py writes it to ``engine/data/track_record.json``, which the "How accurate
+is the planner?" page shows and tests/engine/test_track_record.py keeps in step with the model.
+Figures are rounded (``SIGNIFICANT_DIGITS``, ``ERROR_DECIMALS``) so the file does not change
+with the last bits of floating point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypedDict, cast
+
+import pandas as pd
+
+from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
+from engine.memory import ModelShape
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+RUNS_PATH = DATA_DIR / "published_training_runs.json"
+TRACK_RECORD_PATH = DATA_DIR / "track_record.json"
+SCHEMA = 1
+
+Role = Literal["calibration", "held_out"]
+ROLES: tuple[Role, ...] = ("calibration", "held_out")
+SUMMARY_GROUPS: tuple[str, ...] = ("all", *ROLES)
+ROLE_LABELS: Mapping[str, str] = {
+    "all": "All runs",
+    "calibration": "Calibration",
+    "held_out": "Held out",
+}
+
+# Any token count: throughput does not depend on it once effective time is fixed.
+TOKENS = 1e12
+RUNNING = {"effective_time": 1.0, "utilization": 1.0}
+# The data file's card fields -> plan_capacity option columns.
+CARD_COLUMNS: Mapping[str, str] = {
+    "accelerator": "accelerator",
+    "vendor": "vendor",
+    "dense_bf16_tflops": "dense_bf16_tflops",
+    "dense_fp8_tflops": "dense_fp8_tflops",
+    "memory_gb": "memory_gb",
+    "tdp_w": "tdp_w",
+    "nvlink_gbs": "intra_node_interconnect_gbs",
+    "inter_node_gbit_s_per_card": "inter_node_bandwidth_gbps_per_card",
+    "fabric": "fabric",
+}
+FIGURE_UNITS: Mapping[str, str] = {
+    "percent_of_peak": "% of peak",
+    "mfu_percent": "% MFU",
+    "tflops_per_gpu": "TFLOP/s per GPU",
+    "tokens_per_s_per_gpu": "tokens/s per GPU",
+}
+SIGNIFICANT_DIGITS = 4
+ERROR_DECIMALS = 1
+ERROR_MEANING = (
+    "(modeled − published) ÷ published, in %: negative means the planner models the run "
+    "slower than it ran (pessimistic), positive faster"
+)
+BAND_MEANING = (
+    "inside the band: the published figure lies between the planner's 10th and 90th "
+    "percentile (days_high and days_low of plan_capacity, turned into throughput)"
+)
+
+
+class TrackRecordRow(TypedDict):
+    """One published run against today's planner; modeled figures None when not modeled."""
+
+    id: str
+    name: str
+    role: str
+    stack: str
+    cards: int
+    accelerator: str
+    precision: str
+    figure: str  # the published figure's kind (FIGURE_UNITS)
+    unit: str
+    published: float
+    modeled: float | None
+    modeled_low: float | None
+    modeled_high: float | None
+    error_percent: float | None
+    inside_band: bool | None
+    split: str
+    reason: str  # why not modeled; "" when modeled
+    source: str
+
+
+class TrackRecordStats(TypedDict):
+    """Statistics of one group of rows (all runs, or one role)."""
+
+    runs: int
+    modeled: int
+    not_modeled: int
+    median_abs_error_percent: float | None
+    worst_error_percent: float | None  # signed: the error of largest size
+    worst_run: str | None
+    mean_signed_error_percent: float | None
+    inside_band: int
+    band_coverage_percent: float | None
+
+
+class TrackRecord(TypedDict):
+    schema: int
+    generated_by: str
+    runs_file: str
+    error: str
+    band: str
+    rows: list[TrackRecordRow]
+    summary: dict[str, TrackRecordStats]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and writing
+# --------------------------------------------------------------------------------------------
+
+
+def load_runs(path: Path = RUNS_PATH) -> list[dict[str, Any]]:
+    """The published runs of the data file, in file order."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return list(document["runs"])
+
+
+def load_track_record(path: Path = TRACK_RECORD_PATH) -> TrackRecord:
+    """The committed track record (written by benchmarks/fidelity.py --write)."""
+    return cast(TrackRecord, json.loads(path.read_text(encoding="utf-8")))
+
+
+def dumps(record: TrackRecord) -> str:
+    """The file text of a track record (stable: the test compares it with a recomputation)."""
+    return json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# FLOP conventions
+# --------------------------------------------------------------------------------------------
+
+
+def flops_per_token(figure: Mapping[str, Any], model: Mapping[str, Any]) -> float:
+    """Training FLOPs per token as the published figure counts them (data file "conventions")."""
+    flops = figure["flops"]
+    convention = flops["convention"]
+    layers, hidden = float(model["layers"]), float(model["hidden"])
+    seq_len = float(model["seq_len"])
+    if convention == "narayanan_eq3":
+        passes = 96.0 if flops["recompute_counted"] else 72.0
+        vocab = float(flops["vocab_counted"])
+        return (
+            passes
+            * layers
+            * hidden**2
+            * (1 + seq_len / (6 * hidden) + vocab / (16 * layers * hidden))
+        )
+    if convention == "megatron_core":
+        gated = 1.5 if model["gated_mlp"] else 1.0
+        kv_share = float(model["kv_heads"]) / float(model["heads"])
+        return (
+            12
+            * layers
+            * hidden**2
+            * (
+                1
+                + float(model["ffn_hidden"]) / hidden * gated
+                + kv_share
+                + seq_len / hidden
+                + float(model["vocab"]) / (2 * layers * hidden)
+            )
+        )
+    raise ValueError(f"no FLOP count for convention {convention!r}")
+
+
+def to_figure(tokens_per_s: float, run: Mapping[str, Any]) -> float:
+    """Tokens per second per card in the published figure's convention."""
+    figure = run["published"]
+    kind = figure["kind"]
+    if kind == "tokens_per_s_per_gpu":
+        return tokens_per_s
+    achieved_tflops = tokens_per_s * flops_per_token(figure, run["model"]) / 1e12
+    if kind == "tflops_per_gpu":
+        return achieved_tflops
+    if kind in ("percent_of_peak", "mfu_percent"):
+        return 100.0 * achieved_tflops / float(run["cards"]["dense_bf16_tflops"])
+    raise ValueError(f"unknown figure kind {kind!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# One run through the planner
+# --------------------------------------------------------------------------------------------
+
+
+def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
+    """The planner's workload: shape, sequence, batch, precision (fp16 has the bf16 peak)."""
+    model = run["model"]
+    training = run.get("training") or {}
+    heads, kv_heads = int(model["heads"]), model.get("kv_heads")
+    return TrainingWorkload(
+        params=float(model["params"]),
+        tokens=TOKENS,
+        flops_per_param_token=int(training.get("flops_per_param_token", 6)),
+        zero_stage=int(training.get("zero_stage", 1)),
+        precision="fp8" if run["precision"] == "fp8" else "bf16",
+        seq_len=int(model["seq_len"]),
+        global_batch_sequences=int(run["global_batch_sequences"]),
+        shape=ModelShape(
+            int(model["layers"]),
+            int(model["hidden"]),
+            heads,
+            kv_heads=None if kv_heads in (None, heads) else int(kv_heads),
+        ),
+    )
+
+
+def option_of(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The planner's option row: the cards, their links, the documented stack options."""
+    cards = run["cards"]
+    option = {
+        column: cards[field]
+        for field, column in CARD_COLUMNS.items()
+        if cards.get(field) is not None
+    }
+    return {**option, **(run.get("planner_options") or {}), "cards": int(cards["count"]), **RUNNING}
+
+
+def _significant(value: float) -> float:
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+
+
+def _split(row: pd.Series) -> str:
+    parts = [f"{name.upper()} {int(row[name])}" for name in ("tp", "pp", "vp", "cp", "dp")]
+    return " × ".join(parts) + f", micro-batch {int(row['micro_batch'])}"
+
+
+def model_run(run: Mapping[str, Any]) -> TrackRecordRow:
+    """One run through today's planner, in the published figure's convention."""
+    row = _base_row(run)
+    if run.get("not_modeled"):
+        return {**row, "reason": str(run["not_modeled"])}
+    try:
+        planned = plan_capacity(workload_of(run), pd.DataFrame([option_of(run)])).iloc[0]
+    except PlannerInputError as exc:
+        return {**row, "reason": f"the planner refuses the inputs: {exc.errors}"}
+    if not planned["feasible"]:
+        return {**row, "reason": f"no feasible split: {planned['reason']}"}
+    cards = float(run["cards"]["count"])
+    days = float(planned["days"])
+    tokens_per_s = TOKENS / (days * 86_400.0 * cards)
+    modeled = to_figure(tokens_per_s, run)
+    high_days, low_days = float(planned["days_high"]), float(planned["days_low"])
+    low = modeled * days / high_days if math.isfinite(high_days) else None
+    high = modeled * days / low_days
+    published = float(run["published"]["value"])
+    modeled_r, high_r = _significant(modeled), _significant(high)
+    low_r = _significant(low) if low is not None else None
+    return {
+        **row,
+        "modeled": modeled_r,
+        "modeled_low": low_r,
+        "modeled_high": high_r,
+        "error_percent": round(100.0 * (modeled_r - published) / published, ERROR_DECIMALS),
+        "inside_band": (low_r is None or low_r <= published) and published <= high_r,
+        "split": _split(planned),
+    }
+
+
+def _base_row(run: Mapping[str, Any]) -> TrackRecordRow:
+    figure = run["published"]
+    source = run["source"]
+    return {
+        "id": str(run["id"]),
+        "name": str(run["name"]),
+        "role": str(run["role"]),
+        "stack": str(run["stack"]),
+        "cards": int(run["cards"]["count"]),
+        "accelerator": str(run["cards"]["accelerator"]),
+        "precision": str(run["precision"]),
+        "figure": str(figure["kind"]),
+        "unit": FIGURE_UNITS[figure["kind"]],
+        "published": float(figure["value"]),
+        "modeled": None,
+        "modeled_low": None,
+        "modeled_high": None,
+        "error_percent": None,
+        "inside_band": None,
+        "split": "",
+        "reason": "",
+        "source": str(source["citation"]),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The whole record
+# --------------------------------------------------------------------------------------------
+
+
+def summarize(rows: Sequence[TrackRecordRow]) -> TrackRecordStats:
+    """Median absolute, worst and mean signed error and band coverage of the modeled rows."""
+    modeled = [row for row in rows if row["error_percent"] is not None]
+    errors = [float(cast(float, row["error_percent"])) for row in modeled]
+    inside = sum(1 for row in modeled if row["inside_band"])
+    worst = max(modeled, key=lambda row: abs(cast(float, row["error_percent"])), default=None)
+
+    def rounded(value: float) -> float:
+        return round(value, ERROR_DECIMALS)
+
+    return {
+        "runs": len(rows),
+        "modeled": len(modeled),
+        "not_modeled": len(rows) - len(modeled),
+        "median_abs_error_percent": (
+            rounded(statistics.median(abs(e) for e in errors)) if errors else None
+        ),
+        "worst_error_percent": worst["error_percent"] if worst else None,
+        "worst_run": worst["id"] if worst else None,
+        "mean_signed_error_percent": rounded(statistics.fmean(errors)) if errors else None,
+        "inside_band": inside,
+        "band_coverage_percent": rounded(100.0 * inside / len(modeled)) if modeled else None,
+    }
+
+
+def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> TrackRecord:
+    """Every published run through today's planner, and the summary by role."""
+    rows = [model_run(run) for run in (load_runs() if runs is None else runs)]
+    summary = {
+        group: summarize([row for row in rows if group == "all" or row["role"] == group])
+        for group in SUMMARY_GROUPS
+    }
+    return {
+        "schema": SCHEMA,
+        "generated_by": "benchmarks/fidelity.py --write",
+        "runs_file": "engine/data/published_training_runs.json",
+        "error": ERROR_MEANING,
+        "band": BAND_MEANING,
+        "rows": rows,
+        "summary": summary,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Plain-text table (benchmarks/fidelity.py)
+# --------------------------------------------------------------------------------------------
+
+
+def format_number(value: float, unit: str) -> str:
+    """A figure in its unit's precision: percentages to 0.1, throughputs whole, grouped."""
+    return f"{value:.1f}" if unit.startswith("%") else f"{value:,.0f}"
+
+
+def format_figure(value: float | None, unit: str) -> str:
+    return "—" if value is None else f"{format_number(value, unit)} {unit}"
+
+
+def format_table(record: TrackRecord) -> str:
+    """The rows and the summary as a plain-text table."""
+    head = ("run", "cards", "stack", "published", "modeled", "error", "band", "role")
+    lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
+    for row in record["rows"]:
+        error = row["error_percent"]
+        lines.append(
+            " | ".join(
+                (
+                    row["name"],
+                    f"{row['cards']:,} × {row['accelerator']} ({row['precision']})",
+                    row["stack"],
+                    format_figure(row["published"], row["unit"]),
+                    format_figure(row["modeled"], row["unit"])
+                    + ("" if row["modeled"] is not None else f" ({row['reason']})"),
+                    "—" if error is None else f"{error:+.1f} %",
+                    {True: "inside", False: "outside", None: "—"}[row["inside_band"]],
+                    row["role"],
+                )
+            )
+        )
+        lines.append(f"    source: {row['source']}")
+    lines.append("")
+    for group, stats in record["summary"].items():
+        lines.append(f"{ROLE_LABELS[group]}: {format_stats(stats)}")
+    return "\n".join(lines)
+
+
+def format_stats(stats: TrackRecordStats) -> str:
+    def pct(value: float | None, sign: bool = False) -> str:
+        return "—" if value is None else (f"{value:+.1f} %" if sign else f"{value:.1f} %")
+
+    worst = pct(stats["worst_error_percent"], True)
+    mean = pct(stats["mean_signed_error_percent"], True)
+    return (
+        f"{stats['modeled']} of {stats['runs']} runs modeled; median |error| "
+        f"{pct(stats['median_abs_error_percent'])}, worst {worst} ({stats['worst_run'] or '—'}), "
+        f"mean signed {mean}, inside the 10th–90th band {stats['inside_band']} of "
+        f"{stats['modeled']} ({pct(stats['band_coverage_percent'])})"
+    )

@@ -1,0 +1,72 @@
+"""What the training estimate and stored plans share: the model (its parameter count and,
+optionally, its shape) and the parallel degrees a caller may fix.
+
+The shape is `layers`, `hidden_size` and `attention_heads` together, refined by
+`ffn_hidden_size`, `mlp_kind`, `kv_heads`, `vocab_size` and `tied_embeddings`
+(docs/capacity-planning.md §1). Without it the planner infers a GPT-3-like shape from
+`model_params`; with it `model_params` may be left out (the shape's own count is used) and,
+when given, must agree with the shape's count within 10 %. Every degree may be fixed; those
+the model or the batch cannot take are a 400 naming the field (engine.capacity.workload).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from core.bounds import bounded_float, bounded_int
+from core.strict import StrictFieldsMixin
+from engine.memory import MLP_KINDS
+from planner.plans import workload_errors
+
+
+def _optional_int(name: str, help_text: str) -> serializers.IntegerField:
+    return bounded_int(name, required=False, allow_null=True, help_text=help_text)
+
+
+class TrainingModelSerializer(StrictFieldsMixin, serializers.Serializer):
+    """N, the model's shape and the fixed parallel degrees (None: chosen by the planner)."""
+
+    model_params = bounded_float(
+        "model_params",
+        required=False,
+        allow_null=True,
+        help_text="Parameters N. Optional with the shape: then the shape's own count.",
+    )
+    layers = _optional_int("layers", "Transformer layers (with hidden_size, attention_heads).")
+    hidden_size = _optional_int("hidden_size", "Model width d_model.")
+    ffn_hidden_size = _optional_int(
+        "ffn_hidden_size", "The MLP's width; default 4 × hidden_size (required when gated)."
+    )
+    mlp_kind = serializers.ChoiceField(
+        choices=list(MLP_KINDS),
+        required=False,
+        help_text='"plain" (two matrices, GPT-3; default) or "gated" (three, SwiGLU as Llama).',
+    )
+    attention_heads = _optional_int("attention_heads", "Query heads; must divide hidden_size.")
+    kv_heads = _optional_int(
+        "attention_heads", "Key/value heads (grouped-query attention); default attention_heads."
+    )
+    vocab_size = _optional_int(
+        "vocab_size", "Vocabulary; counts the embedding parameters (default: not counted)."
+    )
+    tied_embeddings = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="The output projection shares the input embedding (needs vocab_size).",
+    )
+    tp_degree = _optional_int("tp_degree", "Fix tensor parallelism; must divide the heads.")
+    pp_degree = _optional_int("pp_degree", "Fix pipeline parallelism; must divide the layers.")
+    vp_degree = _optional_int(
+        "vp_degree", "Fix the virtual stages per pipeline rank (interleaved 1F1B; needs pp > 1)."
+    )
+    cp_degree = _optional_int("cp_degree", "Fix context parallelism; must divide seq_len.")
+    dp_degree = _optional_int("dp_degree", "Fix data parallelism.")
+
+    def check_model(self, attrs: Mapping[str, Any], **overrides: Any) -> None:
+        """The shape complete and possible, N agreeing with it, the fixed degrees possible for
+        this model and batch (planner.plans.workload_errors); a 400 naming the field."""
+        if errors := workload_errors(attrs, **overrides):
+            raise serializers.ValidationError(errors)

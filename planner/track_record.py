@@ -1,0 +1,61 @@
+"""The planner's track record as its page shows it: engine/data/track_record.json, as
+benchmarks/fidelity.py --write committed it (tests/engine/test_track_record.py keeps the file
+in step with the model). Read from the file on each request, never recomputed on one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.track_record import ROLE_LABELS, format_figure, format_number, load_track_record
+
+BAND_WORDS = {True: "yes", False: "no", None: "—"}
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f} %"
+
+
+def _plain(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} %"
+
+
+def _summary_row(group: str, stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **stats,
+        "group": group,
+        "label": ROLE_LABELS[group],
+        "median_text": _plain(stats["median_abs_error_percent"]),
+        "worst_text": _signed(stats["worst_error_percent"]),
+        "mean_text": _signed(stats["mean_signed_error_percent"]),
+        "coverage_text": _plain(stats["band_coverage_percent"]),
+    }
+
+
+def _table_row(row: dict[str, Any]) -> dict[str, Any]:
+    unit = row["unit"]
+    band = ""
+    if row["modeled"] is not None:
+        low = "—" if row["modeled_low"] is None else format_number(row["modeled_low"], unit)
+        band = f"{low}–{format_number(row['modeled_high'], unit)}"
+    return {
+        **row,
+        "role_label": ROLE_LABELS[row["role"]],
+        "cards_text": f"{row['cards']:,}",
+        "published_text": format_figure(row["published"], unit),
+        "modeled_text": format_figure(row["modeled"], unit),
+        "error_text": _signed(row["error_percent"]),
+        "band_text": BAND_WORDS[row["inside_band"]],
+        "band_range": band,
+    }
+
+
+def track_record_page() -> dict[str, Any]:
+    """The summary by role and one row per published run, with display text."""
+    record = load_track_record()
+    return {
+        "summary": [_summary_row(g, dict(s)) for g, s in record["summary"].items()],
+        "rows": [_table_row(dict(row)) for row in record["rows"]],
+        "error_meaning": record["error"],
+        "band_meaning": record["band"],
+        "runs_file": record["runs_file"],
+    }
