@@ -37,11 +37,13 @@ format: install
 	$(BIN)/ruff format .
 
 # Parallel: pytest-xdist workers, each with its own test database, broker folder and queue.
-# A module's tests stay on one worker (--dist loadfile), so its fixtures start once.
+# Tests are handed out one by one in pytest-django's order (--dist load), so on every worker
+# the tests that flush the database (transactional, live server) run after the others, as
+# Django orders them: a flush empties the card catalog and beat entries that migrations load.
 TEST_WORKERS ?= 3
 
 test: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --durations=30
 
 # The pure core alone (engine, usage parsers): no database, no Django, seconds.
 test-fast: install

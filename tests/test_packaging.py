@@ -16,16 +16,28 @@ def _local_apps() -> set[str]:
     return {app.split(".")[0] for app in settings.INSTALLED_APPS if (ROOT / app).is_dir()}
 
 
+def _copy_of_the_checkout(destination: Path) -> Path:
+    """The tracked files, as they are in the working tree: setuptools builds inside the source
+    folder, and a build/ folder there would be read by the tests that scan the tree."""
+    tracked = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
 def test_the_wheel_holds_every_app_package_and_the_engine(tmp_path):
-    leftover = ROOT / "build"  # setuptools builds in the tree; a clean checkout has none
-    had_build_folder = leftover.exists()
+    source = _copy_of_the_checkout(tmp_path / "source")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation",
          "--quiet", "--wheel-dir", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=source, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    if not had_build_folder:
-        shutil.rmtree(leftover, ignore_errors=True)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("fleetwise-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -6,19 +6,11 @@ import io
 import pytest
 from django.urls import reverse
 
+from tests.support.inference_inputs import TAB_QUERY as QUERY
+
 pytestmark = pytest.mark.django_db
 
 URL = reverse("frontend:planner-inference")
-QUERY = {
-    "model_params": "70e9",
-    "weight_precision": "fp8",
-    "kv_precision": "fp8",
-    "input_tokens": "1000",
-    "output_tokens": "500",
-    "requests_per_s": "10",
-    "tpot_ms": "50",
-    "accelerator": ["H100 SXM5 80GB", "L4"],
-}
 
 
 @pytest.fixture

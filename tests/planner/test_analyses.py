@@ -214,7 +214,7 @@ def _worker_env() -> dict[str, str]:
 
 @pytest.mark.worker
 def test_worker_killed_mid_run_leaves_old_result_and_rerun_works(
-    celery_worker, client_for, planner
+    celery_worker, client_for, planner, tmp_path
 ):
     from inventory.services import load_demo_fleet
     from planner.tasks import analysis_part
@@ -229,8 +229,8 @@ def test_worker_killed_mid_run_leaves_old_result_and_rerun_works(
     assert good["status"] == "succeeded"
 
     # A separate worker process on its own queue picks up the next part, then dies mid-task.
-    log_path = ROOT / "var" / "killed-worker.log"
-    log_path.parent.mkdir(exist_ok=True)
+    doomed_queue = f"doomed-{os.getpid()}"  # apart from a suite running beside this one
+    log_path = tmp_path / "killed-worker.log"
     with log_path.open("w") as log:
         worker = subprocess.Popen(
             [
@@ -243,7 +243,7 @@ def test_worker_killed_mid_run_leaves_old_result_and_rerun_works(
                 "--pool",
                 "solo",
                 "--queues",
-                "doomed",
+                doomed_queue,
                 "--loglevel",
                 "INFO",
                 "--without-heartbeat",
@@ -259,7 +259,7 @@ def test_worker_killed_mid_run_leaves_old_result_and_rerun_works(
         analysis = Analysis.objects.get(pk=created["id"])
         services.current_run(analysis.pk, str(analysis.run_id)).update(status="running")
         analysis_part.apply_async(
-            (analysis.pk, str(analysis.run_id), pool.cluster_id), queue="doomed"
+            (analysis.pk, str(analysis.run_id), pool.cluster_id), queue=doomed_queue
         )
         deadline = time.monotonic() + 60
         while "analysis_part" not in log_path.read_text() and time.monotonic() < deadline:

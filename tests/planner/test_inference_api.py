@@ -2,20 +2,12 @@
 
 import pytest
 
+from tests.support.inference_inputs import LLAMA_70B
 from tests.support.memcap import address_space_cap
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/estimates/inference/"
-# Llama-3.3-70B (Meta's config.json): 80 layers, hidden 8,192, 64 heads, 8 KV heads, 128 per head.
-LLAMA_70B = {
-    "model_params": 70.6e9,
-    "layers": 80,
-    "hidden": 8192,
-    "attention_heads": 64,
-    "kv_heads": 8,
-    "head_dim": 128,
-}
 
 
 @pytest.fixture
