@@ -28,16 +28,22 @@ def _uses_the_database(item: pytest.Item) -> bool:
     )
 
 
+def _repeated_on_another_backend(item: pytest.Item) -> bool:
+    """Whether a test's outcome may depend on the database and broker: it touches the
+    database, and it is not a browser test (those drive the same views the others query)."""
+    return _uses_the_database(item) and not item.get_closest_marker("browser")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """FLEETWISE_TESTS_DATABASE_ONLY=1 keeps only the tests that touch the database: CI's run
-    on the embedded defaults repeats those, while the run on PostgreSQL runs every test."""
+    """FLEETWISE_TESTS_BACKEND_ONLY=1 keeps only the tests whose outcome may depend on the
+    database and broker: CI's run on the embedded defaults repeats those, while its run on
+    PostgreSQL + Redis runs every test."""
     import os
 
-    if os.environ.get("FLEETWISE_TESTS_DATABASE_ONLY") != "1":
+    if os.environ.get("FLEETWISE_TESTS_BACKEND_ONLY") != "1":
         return
-    kept = [item for item in items if _uses_the_database(item)]
-    deselected = [item for item in items if not _uses_the_database(item)]
+    deselected = [item for item in items if not _repeated_on_another_backend(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+        items[:] = [item for item in items if _repeated_on_another_backend(item)]

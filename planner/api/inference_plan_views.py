@@ -21,7 +21,7 @@ from planner.api.inference_serializers import (
     InferencePlanListSerializer,
     InferencePlanSerializer,
 )
-from planner.api.plan_views import PlanOwnerOrAdmin
+from planner.api.plan_views import OPTION_ROWS_SCHEMA, PlanOwnerOrAdmin
 from planner.models import InferencePlan
 
 
@@ -82,7 +82,7 @@ class InferencePlanViewSet(
 
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["json", "csv", "xlsx"])],
-        responses={200: dict},
+        responses={200: OPTION_ROWS_SCHEMA},
     )
     @action(detail=True, methods=["get"])
     def options(self, request, pk=None):

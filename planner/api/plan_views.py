@@ -33,6 +33,9 @@ from planner.api.training_serializers import (
 from planner.api.views import CalculatorView
 from planner.models import Plan
 
+# An options table: one object per option (the columns differ with the plan's inputs).
+OPTION_ROWS_SCHEMA = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
+
 
 class PlanOwnerOrAdmin(BasePermission):
     """Object level: reads and clones for every role; changes for the owner or an admin."""
@@ -134,7 +137,7 @@ class PlanViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSe
             OpenApiParameter("feasible", bool, description="Only (in)feasible options."),
             OpenApiParameter("pareto", bool, description="Only options on the Pareto front."),
         ],
-        responses={200: dict, 409: dict},
+        responses={200: OPTION_ROWS_SCHEMA, 409: dict},
     )
     @action(detail=True, methods=["get"])
     def options(self, request, pk=None):
