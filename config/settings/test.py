@@ -26,6 +26,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         )
     }
 
+    # Longer than the app's 20 s busy timeout: two test suites may share the two cores, and a
+    # worker subprocess of a test writes to the same file.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 60
+
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Exported so a worker subprocess started by a test shares the message folder.
     _broker = Path(
