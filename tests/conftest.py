@@ -28,10 +28,42 @@ def _uses_the_database(item: pytest.Item) -> bool:
     )
 
 
+# Folders and modules whose tests check what a page or endpoint does with what the layers
+# below return (rendering, permissions, validation before any query, the schema): the same
+# on every backend. Their queries go through the selectors and services whose own tests
+# are repeated. docs/decisions/0013-ci-second-backend.md says why.
+_SAME_ON_EVERY_BACKEND = (
+    "tests/frontend/",
+    "tests/access/",
+    "tests/config/test_api_fuzz.py",
+    "tests/config/test_csrf.py",
+    "tests/config/test_error_boundaries.py",
+    "tests/config/test_null_bytes.py",
+    "tests/config/test_pages.py",
+    "tests/config/test_schema.py",
+    "tests/exports/test_api_contract.py",
+)
+# ...unless the test runs a real worker or commits: then the broker or the database's
+# transactions are part of what it checks.
+_BACKEND_FIXTURES = {"celery_worker", "celery_worker_session", "transactional_db", "live_server"}
+
+
+def _checks_only_the_layer_above(item: pytest.Item) -> bool:
+    path = item.nodeid.split("::", 1)[0]
+    if not path.startswith(_SAME_ON_EVERY_BACKEND):
+        return False
+    return not set(getattr(item, "fixturenames", ())) & _BACKEND_FIXTURES
+
+
 def _repeated_on_another_backend(item: pytest.Item) -> bool:
     """Whether a test's outcome may depend on the database and broker: it touches the
-    database, and it is not a browser test (those drive the same views the others query)."""
-    return _uses_the_database(item) and not item.get_closest_marker("browser")
+    database, it is not a browser test (those drive the same views the others query), and
+    it is not one of the tests above the selectors and services."""
+    return (
+        _uses_the_database(item)
+        and not item.get_closest_marker("browser")
+        and not _checks_only_the_layer_above(item)
+    )
 
 
 @pytest.hookimpl(trylast=True)

@@ -162,7 +162,7 @@ pools_strategy = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     pools=pools_strategy,
     team_splits=st.lists(
@@ -205,7 +205,7 @@ def test_chargeback_always_sums_to_total_cost(pools, team_splits, rule):
         )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     pools=pools_strategy,
     bills=st.lists(st.sampled_from(["2024-01", "2024-02", "2024-03"]), min_size=4, max_size=4),

@@ -29,7 +29,8 @@ from accounting.parsing.schema import MAX_JOB_CARDS
 from tests.support.hostile import NASTY, xlsx_bytes, zip_bomb
 from tests.support.sacct_pitfalls import SACCT_HEADER, SACCT_LINES
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+# 100 examples a test: its four parsers see ~400 hostile files a run, in seconds each.
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 value = st.sampled_from(NASTY) | st.text(max_size=12)
 edits = st.lists(st.tuples(st.integers(0, 40), value), max_size=4)
 framing = st.tuples(st.sampled_from(["", "\ufeff"]), st.sampled_from(["\n", "\r\n"]))
