@@ -210,11 +210,13 @@ def coverage_of(
     covered_h = ((c_until - c_begin).dt.total_seconds() / 3600.0).clip(lower=0.0)
     clusters = inventory["cluster"].nunique()
     covered_clusters = inventory.loc[covered_h > 0, "cluster"].nunique()
+    # Days count from the cards' commissioning, as the card-hours do: not from the period's start.
+    in_service_days = union_hours(begin[period_h > 0], until[period_h > 0]) / HOURS_PER_DAY
     return Coverage(
         covered_card_hours=float((cards * covered_h).sum()),
         period_card_hours=float((cards * period_h).sum()),
         covered_days=union_hours(c_begin[covered_h > 0], c_until[covered_h > 0]) / HOURS_PER_DAY,
-        period_days=period_days,
+        period_days=in_service_days if (period_h > 0).any() else period_days,
         clusters_covered=int(covered_clusters),
         clusters=int(clusters),
     )

@@ -272,6 +272,28 @@ def _tp_split_activations(
     return split
 
 
+def activation_bytes_per_token_layer(
+    hidden: ArrayLike,
+    tp: ArrayLike = 1,
+    *,
+    sequence_parallel: bool = True,
+    kv_hidden: ArrayLike | None = None,
+    ffn_hidden: ArrayLike | None = None,
+    gated_mlp: bool = False,
+) -> NDArray[np.float64]:
+    """Bytes one token stores per layer on one card, attention core aside (Korthikanti's
+    linear terms: (10 + 24)·h for a GPT-3-like layer, the 24 following the shape): the size of
+    the tensors the memory-bound kernels (norms, activations, residuals) read and write."""
+    h = np.asarray(hidden, dtype=np.float64)
+    t = np.asarray(tp, dtype=np.float64)
+    split = _tp_split_activations(h, kv_hidden, ffn_hidden, gated_mlp)
+    whole = TP_WHOLE_ACTIVATIONS
+    per_token: NDArray[np.float64] = h * (
+        (whole + split) / t if sequence_parallel else whole + split / t
+    )
+    return per_token
+
+
 def in_flight_micro_batches(
     pp: ArrayLike, micro_batches: ArrayLike, virtual_stages: ArrayLike = 1
 ) -> NDArray[np.float64]:

@@ -11,6 +11,11 @@ Model, per job on ``n`` cards:
 * lost share of wall time ``δ/τ + (τ/2 + R)/MTBF_job``;
   ``effective_time = max(0, 1 − lost)`` — a zero is stored as ``FACTOR_FLOOR`` with
   ``stalled = True`` ("the job cannot progress"), so the factor stays in (0, 1].
+
+The effective time is Meta's ETTR (effective training time ratio) and Google's runtime
+goodput. Defaults follow production practice (asynchronous saves blocking seconds, automated
+restarts growing with the job, MTBF by card generation from production fleets); the research
+cluster preset (``site_kind="research"``) takes Meta's RSC figures instead.
 """
 
 from __future__ import annotations
@@ -64,7 +69,10 @@ def mtbf_card_from_failures(failures: ArrayLike, exposure_card_hours: ArrayLike)
     return mtbf
 
 
-SITE_KINDS: tuple[str, ...] = ("unknown", "production", "research")
+# The effective-time presets a user picks; "unknown" (not declared) is production practice.
+RELIABILITY_PRESETS: tuple[str, ...] = ("production", "research")
+PRESET_LABELS = {"production": "Production fleet", "research": "Research cluster"}
+SITE_KINDS: tuple[str, ...] = ("unknown", *RELIABILITY_PRESETS)
 RESTART_GROWTH_FROM_CARDS = 1024.0
 
 
@@ -81,17 +89,18 @@ def restart_h_at(
 
 
 def site_kind_defaults(site_kind: ArrayLike) -> dict[str, np.ndarray]:
-    """Table MTBF per card and restart time for each site kind (unknown: the general ones)."""
+    """Table MTBF per card (where the card generation has no figure) and restart time at
+    1,024 cards for each site kind; unknown (not declared) is production practice."""
     names = np.asarray(site_kind).astype(str)
     mtbf = {
-        "unknown": DEFAULTS["mtbf_card_hours"].value,
+        "unknown": DEFAULTS["mtbf_card_hours_production"].value,
         "production": DEFAULTS["mtbf_card_hours_production"].value,
         "research": DEFAULTS["mtbf_card_hours_research"].value,
     }
     restart = {
         "unknown": DEFAULTS["restart_h"].value,
         "production": DEFAULTS["restart_h_production"].value,
-        "research": DEFAULTS["restart_h"].value,
+        "research": DEFAULTS["restart_h_research"].value,
     }
     masks = [names == kind for kind in SITE_KINDS]
     return {
@@ -130,27 +139,41 @@ def _generation_mtbf_h(generation: np.ndarray) -> np.ndarray:
     return np.select([generation == g for g in MTBF_GENERATIONS], values, np.nan)
 
 
+_KIND_BASIS = {
+    "unknown": "default for a production fleet (mtbf_card_hours_production)",
+    "production": "default for a production fleet (mtbf_card_hours_production)",
+    "research": "research-cluster preset (mtbf_card_hours_research)",
+}
+
+
 def default_mtbf_card_hours(
     site_kind: ArrayLike, generation: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Table MTBF per card and its basis: a declared site kind's default; where the kind is
-    unknown, the card generation's published figure, else the general default."""
+    """Table MTBF per card and its basis: the research-cluster preset's figure; otherwise
+    (production practice) the card generation's published fleet figure, else the site kind's
+    default."""
     kind = np.asarray(site_kind).astype(str)
     gen = np.asarray(generation).astype(str)
     by_generation = _generation_mtbf_h(gen)
-    use_generation = (kind == "unknown") & ~np.isnan(by_generation)
+    use_generation = (kind != "research") & ~np.isnan(by_generation)
     mtbf = np.where(use_generation, by_generation, site_kind_defaults(kind)["mtbf_card_hours"])
     labels = pd.Series(gen).map(GENERATION_LABELS).fillna("")
-    kinds = pd.Series(kind)
     basis = np.where(
         use_generation,
         "default for " + labels + " cards (mtbf_card_hours_" + pd.Series(gen) + ")",
-        np.where(kinds == "unknown", "general default", "default for a " + kinds + " site"),
+        pd.Series(kind).map(_KIND_BASIS).fillna("general default"),
     ).astype(object)
     reasons = pd.Series(gen).map(MTBF_GENERATIONS_WITHOUT_FIGURE)
-    without = reasons.notna().to_numpy()
+    without = reasons.notna().to_numpy() & (kind != "research")  # the preset's own
     basis[without] = basis[without] + "; " + reasons[without].to_numpy()
     return mtbf, basis
+
+
+def default_restart_h(site_kind: ArrayLike, cards: ArrayLike) -> np.ndarray:
+    """Table restart time of a job on ``cards`` cards: the site kind's figure at 1,024 cards,
+    grown by ``restart_growth_h_per_doubling`` above (an entered restart is used as given)."""
+    base = site_kind_defaults(site_kind)["restart_h"]
+    return restart_h_at(base, cards, float(DEFAULTS["restart_growth_h_per_doubling"].value))
 
 
 def young_interval_h(checkpoint_save_h: ArrayLike, mtbf_job_hours: ArrayLike) -> np.ndarray:
@@ -261,6 +284,7 @@ class EffectiveTimeResult:
     effective_time: float
     stalled: bool
     mtbf_card_hours: float
+    mtbf_basis: str  # where the MTBF came from ("entered", a default's name)
     mtbf_job_h: float
     checkpoint_save_h: float
     restart_h: float
@@ -270,6 +294,22 @@ class EffectiveTimeResult:
     lost_rework_share: float
     lost_restart_share: float
     lost_share: float
+    site_kind: str = "unknown"
+
+    @property
+    def ettr(self) -> float:
+        """Meta's effective training time ratio (Kokolis et al. 2024): the same figure."""
+        return self.effective_time
+
+
+def _scalar_mtbf(
+    mtbf_card_hours: float | None, site_kind: str, accelerator: str, cooling: str
+) -> tuple[float, str]:
+    """An entered MTBF as given; else the table's (preset, card generation) ÷ cooling."""
+    if mtbf_card_hours is not None:
+        return float(mtbf_card_hours), "entered"
+    table, basis = default_mtbf_card_hours([site_kind], card_generation([accelerator]))
+    return float(cooling_adjusted_mtbf_card_hours(table[0], cooling)), str(basis[0])
 
 
 def effective_training_time(
@@ -281,26 +321,26 @@ def effective_training_time(
     restart_h: float | None = None,
     checkpoint_interval_h: float | None = None,
     interval_rule: str = "young",
+    site_kind: str = "unknown",
+    accelerator: str = "",
 ) -> EffectiveTimeResult:
     """Effective training time of one job; ``None`` arguments take the documented defaults.
 
-    When ``mtbf_card_hours`` is ``None`` the table MTBF is adjusted for ``cooling``; an entered
-    MTBF is used as given (it already reflects the site's cooling).
+    Defaults: the ``site_kind`` preset (production practice unless "research"), the MTBF of
+    the ``accelerator``'s generation adjusted for ``cooling``, the restart grown to the job's
+    size. Entered figures are used as given (an entered MTBF already reflects the cooling).
     """
     if interval_rule not in ("young", "daly"):
         raise ValueError(f"interval_rule must be 'young' or 'daly', got {interval_rule!r}")
+    if site_kind not in SITE_KINDS:
+        raise ValueError(f"site_kind must be one of {', '.join(SITE_KINDS)}, got {site_kind!r}")
     if cards <= 0:
         raise ValueError(f"cards must be positive, got {cards}")
-    if mtbf_card_hours is None:
-        mtbf = float(
-            cooling_adjusted_mtbf_card_hours(float(DEFAULTS["mtbf_card_hours"].value), cooling)
-        )
-    else:
-        mtbf = float(mtbf_card_hours)
+    mtbf, mtbf_basis = _scalar_mtbf(mtbf_card_hours, site_kind, accelerator, cooling)
     save = float(
         DEFAULTS["checkpoint_save_h"].value if checkpoint_save_h is None else checkpoint_save_h
     )
-    restart = float(DEFAULTS["restart_h"].value if restart_h is None else restart_h)
+    restart = float(default_restart_h([site_kind], cards)[0] if restart_h is None else restart_h)
     arrays = effective_time_arrays(
         cards,
         mtbf,
@@ -313,6 +353,7 @@ def effective_training_time(
         effective_time=float(arrays.effective_time),
         stalled=bool(arrays.stalled),
         mtbf_card_hours=mtbf,
+        mtbf_basis=mtbf_basis,
         mtbf_job_h=float(arrays.mtbf_job_h),
         checkpoint_save_h=save,
         restart_h=restart,
@@ -322,4 +363,5 @@ def effective_training_time(
         lost_rework_share=float(arrays.lost_rework_share),
         lost_restart_share=float(arrays.lost_restart_share),
         lost_share=float(arrays.lost_share),
+        site_kind=site_kind,
     )

@@ -1,26 +1,37 @@
 """Time of one training step of a (tp, pp, v, cp, dp, micro-batch) split, vectorised.
 
-The capacity planner's split search calls :func:`step_time_arrays` on every candidate split;
-the modeled scaling factor is the useful model-FLOP time over the whole step time. All
-arguments broadcast (one entry per split row). Seconds are per training step and card.
+The capacity planner's split search calls :func:`step_time_arrays` on every candidate split.
+A step is what one card does (its per-card compute, from what the card achieves on each kind
+of work) plus what the split adds on top (bubbles and exposed communication). The per-card
+MFU is the useful model FLOPs over the compute time; the modeled scaling factor is the compute
+time over the whole step. All arguments broadcast (one entry per split row); seconds are per
+training step and card.
 
 Per data-parallel replica a step runs ``m`` micro-batches of ``b`` sequences of ``s`` tokens
-on ``t·p·c`` cards (tensor, pipeline, context parallel). With ``k`` FLOPs per parameter and
-token (6, or 8 with full recomputation) and ``F`` the card's achieved rate (peak × MFU):
+on ``t·p·c`` cards (tensor, pipeline, context parallel). Per card and micro-batch, with
+``T = b·s/c`` tokens, ``L_p = ⌈L/p⌉`` layers and 3 passes (4 with full recomputation):
 
-    useful    = k·N·m·b·s / (t·p·c·F)
-    compute   = useful · (1 + s/(6h)/e_att + h_kernels/h)   attention core; memory-bound kernels
-    bubble    = compute · (p − 1) / (v · m)              interleaved 1F1B (v = 1: plain 1F1B)
-    tp        = m · L/p · n_ar · ring(2·b·s/c·h bytes over t) · (1 − tp_overlap)
-    cp        = max(0, ring-attention K/V exchange − attention compute)   (overlapped by design)
-    pp        = 2 · (p·v − 1) · one activation transfer  (fill and drain; steady state overlaps)
-    dp        = reduce-scatter beyond the last micro-batch's backward
-                + all-gather beyond the next first forward (ZeRO ≥ 1; one all-reduce for ZeRO 0)
-    scaling   = useful / (compute + bubble + tp + cp + pp + dp)
+    matmuls    = 2·passes·T·(N_layers·L_p/L + N_out/p)/t ÷ (peak · e_gemm) + calls · t_call
+    attention  = (3.5 + passes − 3) · 2·s·h·T·L_p/t ÷ (bf16 peak · e_att(block, h/heads))
+    kernels    = (β_act·passes/3 + φ_fp8) · A·T·L_p + λ·V·T/(t·p)      bytes ÷ (HBM · e_hbm)
+    weights    = β_w · N/(t·p)                                          bytes ÷ (HBM · e_hbm)
+    compute    = m · (matmuls + attention + kernels + weights) + optimizer
+                 (÷ multi_card_compute_share when the job has more than one card)
+    useful     = k·N·m·b·s / (t·p·c·peak)                       per-card MFU = useful / compute
+    bubble     = m · micro-batch time · (p − 1)/(v·m)           interleaved 1F1B
+    tp, cp, pp, dp                                              exposed communication (below)
+    scaling    = compute / (compute + bubble + tp + cp + pp + dp)
+
+``N_layers`` and ``N_out`` are the matmul weights of the layers and of the output projection
+(an FP8 run keeps the latter in bf16), ``A`` the layer's stored activation bytes per token
+(Korthikanti et al. 2022, engine.memory), ``V`` the vocabulary. e_gemm, e_att, e_hbm, t_call
+and the traffic constants are the defaults of engine/defaults.py, each with its source; an
+entered or measured MFU replaces the per-card model (compute = useful ÷ MFU).
 
 Sources: Narayanan et al. 2021 (SC21, interleaved schedule and its bubble), Korthikanti et al.
-2022 (sequence parallel collectives), Liu et al. 2023 (ring attention), Rajbhandari et al.
-2020 (ZeRO communication volume). See docs/capacity-planning.md "Split search".
+2022 (sequence parallel collectives, activation bytes), Liu et al. 2023 (ring attention),
+Rajbhandari et al. 2020 (ZeRO communication volume), Fleetwise's GPU measurements (GEMM,
+attention and HBM efficiency). See docs/capacity-planning.md "Split search".
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from engine.defaults import DEFAULTS, FACTOR_FLOOR
+from engine.memory import ActivationRecompute, ModelShape, activation_bytes_per_token_layer
 
 FloatArray = NDArray[np.float64]
 # (layers, hidden, seq_len) and (tp, pp, virtual stages, cp, dp, micro-batch sequences,
@@ -41,7 +53,12 @@ Split = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatA
 BF16_BYTES = 2.0
 BUCKET_PARAMS = 40e6
 BUCKET_PARAMS_PER_RANK = 1e6
-# Where a step's time goes beyond the useful model FLOPs (StepTime fields <part>_s).
+# GEMMs per layer and pass: QKV, attention output, MLP in (gate and up fused), MLP out.
+GEMMS_PER_LAYER = 4.0
+# Attention core per token and layer: forward 2·s·h FLOPs (causal: half the s × s square);
+# the backward costs 2.5 forwards (five matmuls against two: FlashAttention's convention).
+ATTENTION_PASSES = 3.5
+# Where a step's time goes beyond the per-card compute (StepTime fields <part>_s).
 STEP_PARTS: tuple[str, ...] = ("bubble", "tp", "cp", "pp", "dp", "fabric")
 
 
@@ -62,11 +79,13 @@ def ring_s(
 
 @dataclass(frozen=True)
 class StepTime:
-    """Breakdown of one training step (seconds); `scaling` = useful / step, in (0, 1]."""
+    """Breakdown of one training step (seconds); `mfu` = useful / compute (per card),
+    `scaling` = compute / step, in (0, 1]."""
 
+    mfu: NDArray[np.float64]
     scaling: NDArray[np.float64]
-    useful_s: NDArray[np.float64]
-    compute_s: NDArray[np.float64]
+    useful_s: NDArray[np.float64]  # the model FLOPs (k·N per token) at the card's peak
+    compute_s: NDArray[np.float64]  # what one card spends on its share, split costs aside
     bubble_s: NDArray[np.float64]
     tp_s: NDArray[np.float64]
     cp_s: NDArray[np.float64]
@@ -86,13 +105,246 @@ class Links:
     cards_per_node: ArrayLike
 
 
+@dataclass(frozen=True)
+class CardRates:
+    """What one card achieves on each kind of work (per split row).
+
+    `peak_flops_s` is the dense peak in the training precision (MFU's denominator);
+    `matmul_flops_s` the large-GEMM rate in that precision and `bf16_matmul_flops_s` in bf16
+    (peak × GEMM efficiency × cooling); `attention_peak_flops_s` the bf16 peak the attention
+    kernel's efficiency applies to (× cooling, × the vendor's GEMM efficiency relative to
+    NVIDIA's); `hbm_bytes_s` the achieved memory bandwidth. `mfu` is an entered or measured
+    per-card MFU (NaN: modeled).
+    """
+
+    peak_flops_s: ArrayLike
+    matmul_flops_s: ArrayLike
+    bf16_matmul_flops_s: ArrayLike
+    attention_peak_flops_s: ArrayLike
+    hbm_bytes_s: ArrayLike
+    mfu: ArrayLike = np.nan
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Memory-bound traffic of the training stack: bytes per stored activation byte (β_act,
+    per three passes), FP8 cast bytes per activation byte (φ), bytes per parameter per
+    micro-batch (β_w) and per step in the optimizer, bytes per vocabulary entry per token."""
+
+    per_activation_byte: float
+    fp8_cast_per_activation_byte: float
+    weight_bytes_per_param: float
+    optimizer_bytes_per_param: float
+    logits_bytes_per_vocab: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The model and how it trains (scalars, the same for every split row)."""
+
+    params: float
+    shape: ModelShape
+    seq_len: float
+    flops_per_param_token: float = 6.0
+    recompute: ActivationRecompute = "selective"
+    sequence_parallel: bool = True
+    fp8: bool = False
+    zero_stage: int = 1
+
+
+def traffic_defaults(stack: str) -> Traffic:
+    """The table's traffic constants of a software stack (engine.defaults)."""
+    return Traffic(
+        per_activation_byte=_default(f"kernel_traffic_per_activation_byte_{stack}"),
+        fp8_cast_per_activation_byte=_default("fp8_cast_traffic_per_activation_byte"),
+        weight_bytes_per_param=_default(f"weight_traffic_bytes_per_param_{stack}"),
+        optimizer_bytes_per_param=_default("optimizer_traffic_bytes_per_param"),
+        logits_bytes_per_vocab=_default("logits_traffic_bytes_per_vocab"),
+    )
+
+
+def matmul_params(params: float, shape: ModelShape) -> tuple[float, float]:
+    """Weights every token multiplies through: the layers' and the output projection's.
+
+    The input embedding is a lookup, not a matmul; tied embeddings still multiply the output
+    projection. Without a vocabulary every parameter counts as a layer weight."""
+    if not shape.vocab:
+        return float(params), 0.0
+    table = float(shape.vocab * shape.hidden)
+    embeddings = table if shape.tied_embeddings else 2.0 * table
+    return max(float(params) - embeddings, 0.0), table
+
+
+def attention_efficiency(tokens_per_rank: ArrayLike, head_dim: ArrayLike) -> FloatArray:
+    """Share of the bf16 peak the fused attention kernel reaches, forward + backward:
+    e_max · s/(s + s½) · d/(d + d½) (fitted to cuDNN/flash SDPA on H100 and H200)."""
+    s = np.asarray(tokens_per_rank, dtype=np.float64)
+    d = np.asarray(head_dim, dtype=np.float64)
+    e: FloatArray = (
+        _default("attention_efficiency_max")
+        * s
+        / (s + _default("attention_half_efficiency_tokens"))
+        * d
+        / (d + _default("attention_half_efficiency_head_dim"))
+    )
+    return e
+
+
+def _passes(recompute: ActivationRecompute) -> float:
+    """Passes over the weights per micro-batch: forward, two backward, one more forward when
+    every layer is recomputed."""
+    return 4.0 if recompute == "full" else 3.0
+
+
+def _matmul_s(work: Workload, split: Split, card: CardRates) -> FloatArray:
+    """One micro-batch's GEMMs on one card: the layers' at the training precision, the output
+    projection's in bf16, and a fixed cost per GEMM call."""
+    t, p, _, c, _, b, _ = split
+    layers = float(work.shape.layers)
+    stage_layers = np.ceil(layers / p)
+    passes = _passes(work.recompute)
+    tokens = b * work.seq_len / c
+    layer_mm, out_mm = matmul_params(work.params, work.shape)
+    layer_flops = 2.0 * passes * tokens / t * layer_mm * stage_layers / layers
+    out_flops = 2.0 * passes * tokens / t * out_mm / p
+    calls = passes * (GEMMS_PER_LAYER * stage_layers + (out_mm > 0))
+    seconds: FloatArray = (
+        layer_flops / np.asarray(card.matmul_flops_s)
+        + out_flops / np.asarray(card.bf16_matmul_flops_s)
+        + calls * _default("gemm_call_overhead_us") * 1e-6
+    )
+    return seconds
+
+
+def _attention_s(work: Workload, split: Split, card: CardRates) -> FloatArray:
+    """One micro-batch's causal attention core on one card, at the kernel's efficiency."""
+    t, p, _, c, _, b, _ = split
+    s = float(work.seq_len)
+    passes = ATTENTION_PASSES + _passes(work.recompute) - 3.0
+    flops = passes * 2.0 * s * work.shape.hidden * b * s / c / t * np.ceil(work.shape.layers / p)
+    # Context parallelism balances the causal mask by cutting each sequence into 2·c chunks
+    # (Megatron-Core, Llama 3): the kernel works on blocks of s/(2c) tokens.
+    block = np.where(c > 1, s / (2.0 * c), s)
+    head_dim = work.shape.hidden / work.shape.heads
+    rate = np.asarray(card.attention_peak_flops_s) * attention_efficiency(block, head_dim)
+    seconds: FloatArray = flops / rate
+    return seconds
+
+
+def _memory_s(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> FloatArray:
+    """One micro-batch's memory-bound kernels on one card: traffic per stored activation byte
+    (and FP8 casts), the loss over the vocabulary, the stack's pass over the weights."""
+    t, p, _, c, _, b, _ = split
+    shape = work.shape
+    tokens = b * work.seq_len / c
+    per_token_layer = activation_bytes_per_token_layer(
+        shape.hidden, t, sequence_parallel=work.sequence_parallel, **shape.activation_terms()
+    )
+    activations = tokens * np.ceil(shape.layers / p) * per_token_layer
+    per_activation = traffic.per_activation_byte * _passes(work.recompute) / 3.0
+    if work.fp8:
+        per_activation += traffic.fp8_cast_per_activation_byte
+    kernel_bytes = (
+        per_activation * activations
+        + traffic.logits_bytes_per_vocab * float(shape.vocab or 0) * tokens / (t * p)
+        + traffic.weight_bytes_per_param * work.params / (t * p)
+    )
+    seconds: FloatArray = kernel_bytes / np.asarray(card.hbm_bytes_s)
+    return seconds
+
+
+def _micro_batch_s(
+    work: Workload, split: Split, card: CardRates, traffic: Traffic
+) -> tuple[FloatArray, FloatArray]:
+    """Per-card seconds of one micro-batch (matmuls, attention, memory-bound kernels and the
+    weights' traffic), and of its attention core alone."""
+    attention = _attention_s(work, split, card)
+    total = _matmul_s(work, split, card) + attention + _memory_s(work, split, card, traffic)
+    return total, attention
+
+
+def _optimizer_s(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> FloatArray:
+    """The optimizer step over this card's share of the state (ZeRO ≥ 1 shards it over the
+    data- and context-parallel ranks): memory-bound."""
+    t, p, _, c, d, _, _ = split
+    shards = np.where(work.zero_stage >= 1, d * c, 1.0)
+    seconds: FloatArray = (
+        traffic.optimizer_bytes_per_param
+        * work.params
+        / (t * p * shards)
+        / np.asarray(card.hbm_bytes_s)
+    )
+    return seconds
+
+
+@dataclass(frozen=True)
+class CardCompute:
+    """Per-card seconds of one step, split costs aside."""
+
+    useful_s: FloatArray
+    compute_s: FloatArray
+    micro_batch_s: FloatArray  # one micro-batch's share of compute (no optimizer step)
+    attention_s: FloatArray  # the attention core of the whole step
+
+
+def card_compute(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> CardCompute:
+    """What one card spends on its share of a step: the per-card model, or useful ÷ an entered
+    MFU (which already holds every per-card cost)."""
+    t, p, _, c, d, b, m = split
+    useful = (
+        work.flops_per_param_token
+        * work.params
+        * m
+        * b
+        * work.seq_len
+        / (t * p * c * np.asarray(card.peak_flops_s))
+    )
+    per_micro, attention = _micro_batch_s(work, split, card, traffic)
+    # A card of a multi-card job runs slower than one alone (sustained clocks of loaded nodes,
+    # collective kernels sharing its SMs and memory, waits for the slowest card).
+    synchronous = t * p * c * d > 1
+    slowdown = np.where(synchronous, 1.0 / _default("multi_card_compute_share"), 1.0)
+    per_micro, attention = per_micro * slowdown, attention * slowdown
+    modeled = m * per_micro + _optimizer_s(work, split, card, traffic) * slowdown
+    entered = np.asarray(card.mfu, dtype=np.float64)
+    given = ~np.isnan(entered)
+    compute = np.where(given, useful / np.where(given, entered, 1.0), modeled)
+    share = np.where(given, compute / modeled, 1.0)  # an entered MFU scales every part alike
+    return CardCompute(
+        useful_s=useful * np.ones_like(compute),
+        compute_s=compute,
+        micro_batch_s=np.where(given, compute / m, per_micro),
+        attention_s=m * attention * share,
+    )
+
+
+def mfu_ceiling(
+    work: Workload, card: CardRates, traffic: Traffic, cards: ArrayLike = 1
+) -> FloatArray:
+    """The most per-card MFU any split of `cards` cards reaches: no per-call, per-micro-batch
+    or optimizer costs, the attention kernel at the whole sequence, the multi-card share beyond
+    one card (a bound for deadline search; tensor, pipeline and context parallelism only shrink
+    each card's share or its kernels)."""
+    one = np.ones_like(np.asarray(card.peak_flops_s, dtype=np.float64))
+    split: Split = (one, one, one, one, one, one * 1e9, one)
+    bound = Traffic(
+        traffic.per_activation_byte, traffic.fp8_cast_per_activation_byte, 0.0, 0.0, 0.0
+    )
+    per_micro, _ = _micro_batch_s(work, split, card, bound)  # per-call costs vanish at 1e9
+    useful = work.flops_per_param_token * work.params * 1e9 * work.seq_len
+    share = np.where(np.asarray(cards) > 1, _default("multi_card_compute_share"), 1.0)
+    ceiling: FloatArray = useful / np.asarray(card.peak_flops_s) / per_micro * share
+    entered = np.asarray(card.mfu, dtype=np.float64)
+    return np.clip(np.where(np.isnan(entered), ceiling, entered), FACTOR_FLOOR, 1.0)
+
+
 def _tp_s(
-    shape: Shape, split: Split, links: Links, k: FloatArray, tp_overlap: ArrayLike
+    shape: Shape, split: Split, links: Links, passes: float, tp_overlap: ArrayLike
 ) -> FloatArray:
     """Sequence-parallel reduce-scatter + all-gather pairs of every layer on NVLink."""
     layers, hidden, s = shape
     t, p, _, c, _, b, m = split
-    collectives = 4.0 + 2.0 * np.clip((np.asarray(k) - 6.0) / 2.0, 0.0, 1.0)  # 6 with recompute
+    collectives = 2.0 * passes - 2.0  # 4 per layer, 6 with full recomputation
     per_collective = 2.0 * ring_s(BF16_BYTES * b * s / c * hidden, t, links.nvlink_bytes_s, 0.0)
     return m * np.ceil(layers / p) * collectives * per_collective * (1.0 - np.asarray(tp_overlap))
 
@@ -123,7 +375,7 @@ def _pp_s(shape: Shape, split: Split, links: Links) -> FloatArray:
 
 
 def _dp_s(
-    params: FloatArray,
+    params: float,
     split: Split,
     links: Links,
     zero_stage: ArrayLike,
@@ -156,49 +408,45 @@ def _dp_s(
 
 def step_time_arrays(
     *,
-    params: ArrayLike,
-    shape: tuple[ArrayLike, ArrayLike, ArrayLike],
+    work: Workload,
     split: tuple[ArrayLike, ...],
-    per_card_flops: ArrayLike,
+    card: CardRates,
     links: Links,
-    flops_per_param_token: ArrayLike = 6.0,
-    zero_stage: ArrayLike = 1,
+    traffic: Traffic | None = None,
     dp_overlap: ArrayLike | None = None,
     tp_overlap: ArrayLike = 0.0,
-    kv_hidden: ArrayLike | None = None,
 ) -> StepTime:
-    """Step time of every split row. `shape` is (layers, hidden, seq_len); `split` is
-    (tp, pp, virtual stages, cp, dp, micro-batch sequences, micro-batches per replica)."""
-    layers, hidden, s = (np.asarray(x, dtype=np.float64) for x in shape)
+    """Step time of every split row; `split` is (tp, pp, virtual stages, cp, dp, micro-batch
+    sequences, micro-batches per replica). `traffic` defaults to the Megatron stack's."""
     t, p, v, c, d, b, m = (np.asarray(x, dtype=np.float64) for x in split)
     arrays: Split = (t, p, v, c, d, b, m)
-    k = np.asarray(flops_per_param_token, dtype=np.float64)
-    n_params = np.asarray(params, dtype=np.float64)
-    flops = np.asarray(per_card_flops, dtype=np.float64)
-    useful = k * n_params * m * b * s / (t * p * c * flops)
-    # The attention core (Q·Kᵀ and A·V over the full s × s square, as the published FLOP counts
-    # take it) runs slower than the matmuls MFU describes.
-    attention_share = s / (6.0 * hidden) / _default("attention_kernel_efficiency")
-    kernels_share = _default("memory_bound_kernel_width") / hidden
-    compute = useful * (1.0 + attention_share + kernels_share)
-    attention = useful * attention_share
-    bubble = compute * (p - 1.0) / (v * m)
-    tp = _tp_s((layers, hidden, s), arrays, links, k, tp_overlap)
-    kv = hidden if kv_hidden is None else np.asarray(kv_hidden, dtype=np.float64)
-    cp = _cp_s((layers, hidden, s), arrays, links, attention, kv)
-    pp = _pp_s((layers, hidden, s), arrays, links)
+    shape = work.shape
+    dims: Shape = (
+        np.asarray(float(shape.layers)),
+        np.asarray(float(shape.hidden)),
+        np.asarray(float(work.seq_len)),
+    )
+    per_card = card_compute(work, arrays, card, traffic or traffic_defaults("megatron"))
+    compute = per_card.compute_s
+    bubble = m * per_card.micro_batch_s * (p - 1.0) / (v * m)
+    passes = _passes(work.recompute)
+    tp = _tp_s(dims, arrays, links, passes, tp_overlap)
+    cp = _cp_s(dims, arrays, links, per_card.attention_s, np.asarray(float(shape.kv_hidden)))
+    pp = _pp_s(dims, arrays, links)
     # Gradients reduce behind the last backward and the pipeline's drain; weights gather behind
     # the next first forward and the fill (each virtual chunk starts as soon as it is done).
-    per_micro = compute / m
+    per_micro = per_card.micro_batch_s
+    k = 2.0 * passes
     windows = (per_micro * (k - 2.0) / k + bubble / 2.0, per_micro * 2.0 / k + bubble / 2.0)
     overlap = _default("dp_overlap_share") if dp_overlap is None else dp_overlap
-    dp = _dp_s(n_params, arrays, links, zero_stage, windows, overlap)
+    dp = _dp_s(work.params, arrays, links, work.zero_stage, windows, overlap)
     node = np.asarray(links.cards_per_node, dtype=float)
     fabric = pp * (t * c >= node) + cp * (t * c > node) + dp * (t * c * d > node)
     step = compute + bubble + tp + cp + pp + dp
     return StepTime(
-        scaling=np.clip(useful / step, FACTOR_FLOOR, 1.0),
-        useful_s=useful,
+        mfu=np.clip(per_card.useful_s / compute, FACTOR_FLOOR, 1.0),
+        scaling=np.clip(compute / step, FACTOR_FLOOR, 1.0),
+        useful_s=per_card.useful_s,
         compute_s=compute,
         bubble_s=bubble,
         tp_s=tp,

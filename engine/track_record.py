@@ -56,6 +56,7 @@ CARD_COLUMNS: Mapping[str, str] = {
     "dense_bf16_tflops": "dense_bf16_tflops",
     "dense_fp8_tflops": "dense_fp8_tflops",
     "memory_gb": "memory_gb",
+    "memory_bandwidth_tbs": "memory_bandwidth_tbs",
     "tdp_w": "tdp_w",
     "nvlink_gbs": "intra_node_interconnect_gbs",
     "inter_node_gbit_s_per_card": "inter_node_bandwidth_gbps_per_card",
@@ -114,6 +115,7 @@ class TrackRecordStats(TypedDict):
     mean_signed_error_percent: float | None
     inside_band: int
     band_coverage_percent: float | None
+    median_band_half_width_percent: float | None  # (high − low) ÷ 2 ÷ modeled, bounded bands
 
 
 class TrackRecord(TypedDict):
@@ -204,11 +206,29 @@ def to_figure(tokens_per_s: float, run: Mapping[str, Any]) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+def shape_of(model: Mapping[str, Any]) -> ModelShape:
+    """The run's full shape: grouped-query attention, the MLP's width and kind, the vocabulary
+    and whether the embeddings are tied."""
+    heads = int(model["heads"])
+    kv_heads = int(model.get("kv_heads") or heads)
+    return ModelShape(
+        int(model["layers"]),
+        int(model["hidden"]),
+        heads,
+        kv_heads=None if kv_heads == heads else kv_heads,
+        ffn_hidden=int(model["ffn_hidden"]),
+        vocab=int(model["vocab"]),
+        tied_embeddings=bool(model.get("tied_embeddings", False)),
+        mlp="gated" if model.get("gated_mlp") else "plain",
+    )
+
+
 def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
-    """The planner's workload: shape, sequence, batch, precision (fp16 has the bf16 peak)."""
+    """The planner's workload: shape, sequence, batch, precision (fp16 has the bf16 peak) and
+    what the run states of its recipe (micro-batch, recomputation, software stack)."""
     model = run["model"]
     training = run.get("training") or {}
-    heads, kv_heads = int(model["heads"]), model.get("kv_heads")
+    micro_batch = training.get("micro_batch")
     return TrainingWorkload(
         params=float(model["params"]),
         tokens=TOKENS,
@@ -217,12 +237,10 @@ def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
         precision="fp8" if run["precision"] == "fp8" else "bf16",
         seq_len=int(model["seq_len"]),
         global_batch_sequences=int(run["global_batch_sequences"]),
-        shape=ModelShape(
-            int(model["layers"]),
-            int(model["hidden"]),
-            heads,
-            kv_heads=None if kv_heads in (None, heads) else int(kv_heads),
-        ),
+        micro_batch=None if micro_batch is None else int(micro_batch),
+        recompute=training.get("recompute"),
+        software_stack=str(training.get("software_stack", "megatron")),
+        shape=shape_of(model),
     )
 
 
@@ -314,6 +332,11 @@ def summarize(rows: Sequence[TrackRecordRow]) -> TrackRecordStats:
     errors = [float(cast(float, row["error_percent"])) for row in modeled]
     inside = sum(1 for row in modeled if row["inside_band"])
     worst = max(modeled, key=lambda row: abs(cast(float, row["error_percent"])), default=None)
+    half_widths = [
+        100.0 * (row["modeled_high"] - row["modeled_low"]) / 2.0 / row["modeled"]
+        for row in modeled
+        if row["modeled"] and row["modeled_low"] is not None and row["modeled_high"] is not None
+    ]
 
     def rounded(value: float) -> float:
         return round(value, ERROR_DECIMALS)
@@ -330,6 +353,9 @@ def summarize(rows: Sequence[TrackRecordRow]) -> TrackRecordStats:
         "mean_signed_error_percent": rounded(statistics.fmean(errors)) if errors else None,
         "inside_band": inside,
         "band_coverage_percent": rounded(100.0 * inside / len(modeled)) if modeled else None,
+        "median_band_half_width_percent": (
+            rounded(statistics.median(half_widths)) if half_widths else None
+        ),
     }
 
 
@@ -403,5 +429,6 @@ def format_stats(stats: TrackRecordStats) -> str:
         f"{stats['modeled']} of {stats['runs']} runs modeled; median |error| "
         f"{pct(stats['median_abs_error_percent'])}, worst {worst} ({stats['worst_run'] or '—'}), "
         f"mean signed {mean}, inside the 10th–90th band {stats['inside_band']} of "
-        f"{stats['modeled']} ({pct(stats['band_coverage_percent'])})"
+        f"{stats['modeled']} ({pct(stats['band_coverage_percent'])}), median half-width "
+        f"{pct(stats['median_band_half_width_percent'])}"
     )

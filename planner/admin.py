@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from core.text import SafeNamesAdminMixin
 from planner.models import Analysis, Plan
 
 
@@ -22,7 +23,7 @@ class AnalysisAdmin(admin.ModelAdmin):
 
 
 @admin.register(Plan)
-class PlanAdmin(admin.ModelAdmin):
+class PlanAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
     list_display = ["id", "name", "owner", "status", "progress", "created", "updated"]
     list_filter = ["status"]
     list_select_related = ["owner"]

@@ -20,6 +20,7 @@ def _hours(minutes: float | None) -> float | None:
 
 
 def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
+    accelerator = data.get("accelerator")
     result = effective_training_time(
         data["cards"],
         mtbf_card_hours=data.get("mtbf_card_hours"),
@@ -28,6 +29,8 @@ def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
         restart_h=_hours(data.get("restart_minutes")),
         checkpoint_interval_h=_hours(data.get("checkpoint_interval_minutes")),
         interval_rule=data.get("interval_rule", "young"),
+        site_kind=data.get("site_kind", "unknown"),
+        accelerator="" if accelerator is None else accelerator.name,
     )
     given = {
         "mtbf_card_hours": "mtbf_card_hours" in data,
@@ -42,8 +45,12 @@ def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
     if not given["mtbf_card_hours"] and data.get("cooling"):
         provenance["mtbf_card_hours"] = "modeled"
     return {
+        "site_kind": result.site_kind,
         "mtbf_card_hours": result.mtbf_card_hours,
+        "mtbf_basis": result.mtbf_basis,
         "mtbf_job_hours": result.mtbf_job_h,
+        "checkpoint_save_minutes": result.checkpoint_save_h * MINUTES_PER_HOUR,
+        "restart_minutes": result.restart_h * MINUTES_PER_HOUR,
         "young_interval_minutes": float(
             young_interval_h(result.checkpoint_save_h, result.mtbf_job_h) * MINUTES_PER_HOUR
         ),
@@ -53,6 +60,8 @@ def estimate_effective_time(data: dict[str, Any]) -> dict[str, Any]:
         "checkpoint_interval_minutes": result.checkpoint_interval_h * MINUTES_PER_HOUR,
         "interval_rule": result.interval_rule,
         "effective_time": result.effective_time,
+        "ettr": result.ettr,
+        "runtime_goodput": result.effective_time,
         "stalled": result.stalled,
         "lost_share": {
             "checkpoint_saves": result.lost_checkpoint_share,

@@ -1,9 +1,12 @@
 """Honest range of each estimate: days and cost at the 10th and 90th percentile of the
 documented uncertainty of every default the estimate used, and which uncertainty matters most.
 
-An entered or measured figure carries no default uncertainty; a default does: per-card MFU,
-the fabric's achieved bandwidth (through the exposed communication of the chosen split), the
-MTBF per card and the restart time. Each is a log-normal multiplier whose 90th percentile is
+An entered or measured figure carries no default uncertainty; a modeled or default one does:
+the modeled throughput (MFU × scaling: how far real runs fall from the model, calibrated on
+the residuals of the published calibration runs), the fabric's achieved bandwidth (through the
+exposed communication of the chosen split), the MTBF per card and the restart time. Each is a
+log-normal multiplier: the model's has the calibration runs' 10th and 90th percentiles of
+published ÷ modeled (`model_ratio_p10`, `model_ratio_p90`), the others a 90th percentile of
 `uncertainty_<name>` times the central value (defaults table, with its sources). The band
 draws all of them together (a fixed seed: the same plan gives the same band), vectorised over
 options × draws; the tornado moves one at a time to its 10th and 90th percentile.
@@ -29,40 +32,60 @@ STALL_NOTE = (
 )
 
 
+def _model_error() -> tuple[float, float]:
+    """Log-normal μ and σ of published ÷ modeled throughput from its 10th and 90th percentile."""
+    low = np.log(table_default("model_ratio_p10"))
+    high = np.log(table_default("model_ratio_p90"))
+    return float((low + high) / 2.0), float((high - low) / (2.0 * Z90))
+
+
 def _sigmas(frame: pd.DataFrame) -> dict[str, NDArray[np.float64]]:
     """Log-normal σ of each uncertainty per option; 0 where the figure was not a default."""
     applies = {
-        "mfu": frame["mfu_provenance"].to_numpy() == "default",
+        "mfu": np.isin(frame["mfu_provenance"].to_numpy(), ("default", "modeled")),
         "fabric": frame["scaling_provenance"].to_numpy() == "modeled",
         "mtbf": (frame["effective_time_provenance"].to_numpy() == "modeled")
         & frame["mtbf_defaulted"].to_numpy(bool),
         "restart": (frame["effective_time_provenance"].to_numpy() == "modeled")
         & frame["restart_grows"].to_numpy(bool),
     }
-    return {
+    sigmas = {
         name: np.where(applies[name], np.log(table_default(f"uncertainty_{name}")) / Z90, 0.0)
         for name in UNCERTAINTIES
+        if name != "mfu"
     }
+    return {"mfu": np.where(applies["mfu"], _model_error()[1], 0.0), **sigmas}
 
 
-def _throughput(frame: pd.DataFrame, z: dict[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+def _model_multiplier(
+    frame: pd.DataFrame, z: NDArray[np.float64], centred: bool
+) -> NDArray[np.float64]:
+    """Published ÷ modeled throughput at z standard deviations where MFU is modeled, else 1;
+    `centred` leaves the calibration's median shift out (z = 0 is the central estimate)."""
+    mu, sigma = _model_error()
+    applies = np.isin(frame["mfu_provenance"].to_numpy(), ("default", "modeled"))[:, None]
+    shift = 0.0 if centred else mu
+    multiplier: NDArray[np.float64] = np.where(applies, np.exp(shift + sigma * z), 1.0)
+    return multiplier
+
+
+def _throughput(
+    frame: pd.DataFrame, z: dict[str, NDArray[np.float64]], centred: bool = False
+) -> NDArray[np.float64]:
     """MFU × scaling × effective time with each uncertainty at z standard deviations
-    (arrays shaped options × draws); the exposed communication does not speed up with MFU."""
+    (arrays shaped options × draws): the model's error scales the modeled throughput, the
+    fabric's the exposed seconds that ride on it."""
     sigma = _sigmas(frame)
 
     def col(name: str) -> NDArray[np.float64]:
         return frame[name].to_numpy(np.float64)[:, None]
 
-    mfu_x = np.exp(sigma["mfu"][:, None] * z["mfu"])
+    model_x = _model_multiplier(frame, z["mfu"], centred)
     fabric_x = np.exp(sigma["fabric"][:, None] * z["fabric"])
     scaling = col("scaling")
-    step = 1.0 / scaling  # in units of the central useful time
-    comm = step * np.nan_to_num(
-        col("tp_share") + col("cp_share") + col("pp_share") + col("dp_share")
-    )
+    step = 1.0 / scaling  # in units of the central per-card compute time
     fabric = step * np.nan_to_num(col("fabric_share"))
-    drawn_step = (step - comm) / mfu_x + (comm - fabric) + fabric / fabric_x
-    drawn_scaling = np.minimum((1.0 / mfu_x) / drawn_step, 1.0)
+    drawn_scaling = np.minimum(1.0 / (step - fabric + fabric / fabric_x), 1.0)
     cards = col("cards")
     save = col("checkpoint_save_hours") * np.where(
         col("checkpoint_async") > 0, table_default("checkpoint_async_stall_share"), 1.0
@@ -82,8 +105,8 @@ def _throughput(frame: pd.DataFrame, z: dict[str, NDArray[np.float64]]) -> NDArr
     ).effective_time
     is_modeled = (frame["effective_time_provenance"].to_numpy() == "modeled")[:, None]
     effective = np.where(is_modeled, modeled, col("effective_time"))
-    mfu = np.minimum(col("mfu") * mfu_x, 1.0)
-    return mfu * np.where(np.isnan(drawn_scaling), scaling, drawn_scaling) * effective
+    drawn = np.where(np.isnan(drawn_scaling), scaling, drawn_scaling)
+    return np.minimum(col("mfu") * drawn * model_x, 1.0) * effective
 
 
 def days_band(frame: pd.DataFrame) -> pd.DataFrame:
@@ -122,7 +145,7 @@ def uncertainty_tornado(frame: pd.DataFrame) -> pd.DataFrame:
         for sign in (-1.0, 1.0):
             z = dict.fromkeys(UNCERTAINTIES, central_z)
             z[name] = np.full((1, 1), sign * Z90)
-            swing.append(_throughput(frame, z)[:, 0])
+            swing.append(_throughput(frame, z, centred=name != "mfu")[:, 0])
         central = (frame["mfu"] * frame["scaling"] * frame["effective_time"]).to_numpy(np.float64)
         days = frame["days"].to_numpy(np.float64)
         a, b = days * central / swing[0], days * central / swing[1]

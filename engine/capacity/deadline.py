@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from engine.capacity.options import table_default
-from engine.capacity.splits import best_split_per_option, effective_time_at_cards
+from engine.capacity.splits import (
+    best_split_per_option,
+    card_rates,
+    effective_time_at_cards,
+    step_workload,
+)
 from engine.capacity.workload import DEFAULT_MAX_CARDS, SECONDS_PER_DAY, TrainingWorkload
 from engine.memory import (
     min_cards_for_state,
 )
+from engine.steptime import mfu_ceiling, traffic_defaults
 
 
 def _feasible(best: pd.DataFrame, deadline_days: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -32,13 +37,20 @@ DEADLINE_EXACT_SCAN_LIMIT = 32_768
 DEADLINE_SCAN_WINDOW = 2_048
 
 
-def _scaling_ceiling(workload: TrainingWorkload, frame: pd.DataFrame) -> NDArray[np.float64]:
-    """The given scaling, else the most any split can reach: useful ÷ compute (no bubble, no
-    exposed communication), see engine.steptime."""
-    shape = workload.model_shape
-    extra = workload.seq_len / (6.0 * shape.hidden) / table_default("attention_kernel_efficiency")
-    extra += table_default("memory_bound_kernel_width") / shape.hidden
-    return frame["scaling"].fillna(1.0 / (1.0 + extra)).to_numpy(np.float64)
+def _throughput_ceiling(
+    workload: TrainingWorkload, frame: pd.DataFrame, cards: ArrayLike
+) -> NDArray[np.float64]:
+    """The most MFU × scaling any split of `cards` cards reaches: the per-card ceiling (or the
+    entered MFU) times the given scaling, else 1 (no bubble, no exposed communication), see
+    engine.steptime.mfu_ceiling."""
+    mfu = mfu_ceiling(
+        step_workload(workload),
+        card_rates(frame),
+        traffic_defaults(workload.software_stack),
+        cards,
+    )
+    ceiling: NDArray[np.float64] = mfu * frame["scaling"].fillna(1.0).to_numpy(np.float64)
+    return ceiling
 
 
 def _may_meet(
@@ -55,8 +67,8 @@ def _may_meet(
         cards
         * part["peak_tflops"].to_numpy(np.float64)
         * 1e12
-        * (part["mfu"] * part["utilization"]).to_numpy(np.float64)
-        * _scaling_ceiling(workload, part)
+        * part["utilization"].to_numpy(np.float64)
+        * _throughput_ceiling(workload, part, cards)
         * effective_time_at_cards(part, cards)
     )
     best_days = workload.flops / rate / SECONDS_PER_DAY
@@ -81,6 +93,22 @@ def _feasible_at(
     return ok
 
 
+def _ideal_cards(
+    workload: TrainingWorkload, frame: pd.DataFrame, cards: float
+) -> NDArray[np.float64]:
+    """Cards the deadline needs at the throughput ceiling of `cards` cards (a lower bound)."""
+    rate = (
+        frame["peak_tflops"].to_numpy(np.float64)
+        * 1e12
+        * _throughput_ceiling(workload, frame, cards)
+        * frame["effective_time"].fillna(1.0).to_numpy(np.float64)
+        * frame["utilization"].to_numpy(np.float64)
+    )
+    deadline_s = frame["deadline_days"].to_numpy(np.float64) * SECONDS_PER_DAY
+    ideal: NDArray[np.float64] = workload.flops / (deadline_s * rate)
+    return ideal
+
+
 def cards_for_deadline(
     workload: TrainingWorkload, frame: pd.DataFrame, *, max_cards: int = DEFAULT_MAX_CARDS
 ) -> NDArray[np.float64]:
@@ -97,18 +125,11 @@ def cards_for_deadline(
     smallest such count unless the exact scan was skipped for a very wide range.
     Returns NaN where no count <= max_cards meets the deadline.
     """
-    deadline = frame["deadline_days"].to_numpy(np.float64)
     g = _granularity(frame, workload)
-    peak = frame["peak_tflops"].to_numpy(np.float64) * 1e12
-    upper_factors = (
-        frame["mfu"].to_numpy(np.float64)
-        * frame["scaling"].fillna(1.0).to_numpy(np.float64)
-        * frame["effective_time"].fillna(1.0).to_numpy(np.float64)
-        * frame["utilization"].to_numpy(np.float64)
-    )
-    ideal_cards = workload.flops / (deadline * SECONDS_PER_DAY * peak * upper_factors)
-    # In units of g; infeasible by the bound above (the margin absorbs float rounding).
-    lo = np.ceil(ideal_cards * (1 - 1e-9) / g) - 1
+    # In units of g; infeasible by the bound above (the margin absorbs float rounding). A card
+    # alone runs faster than one of many (multi_card_compute_share): one card may still do.
+    alone = _ideal_cards(workload, frame, 1.0) * (1 - 1e-9) <= 1.0
+    lo = np.where(alone, 0.0, np.ceil(_ideal_cards(workload, frame, 2.0) * (1 - 1e-9) / g) - 1)
     known_infeasible = lo.copy()
     memory_floor = min_cards_for_state(
         workload.params, frame["memory_gb"].to_numpy(np.float64), workload.usable_memory_share

@@ -20,7 +20,6 @@ from engine.defaults import (
 )
 from engine.factors import (
     ENERGY_PROVENANCE,
-    default_mfu_arrays,
     energy_arrays,
     vendor_codes,
 )
@@ -60,23 +59,27 @@ def _seam_cooling_mfu_factor(cooling_type: NDArray[np.object_]) -> NDArray[np.fl
     return _cooling_lookup("cooling_performance", cooling_type)
 
 
-def _seam_default_mfu(
-    card_default_mfu: NDArray[np.float64],
-    vendor: NDArray[np.object_],
-    cooling_type: NDArray[np.object_],
-) -> NDArray[np.float64]:
-    """Per-card MFU without a measurement: factors.default_mfu_arrays (catalog value, else
-    the vendor default) × the pre-training workload multiplier × the cooling factor."""
+def _seam_card_rates(
+    vendor: NDArray[np.object_], cooling_type: NDArray[np.object_], frame: pd.DataFrame
+) -> dict[str, NDArray[np.float64]]:
+    """What the per-card model needs of each card (engine.steptime.CardRates): its vendor's
+    GEMM efficiency, the cooling's performance factor and the HBM bandwidth (entered, else the
+    table's bytes per FLOP of an H100)."""
     vendor_keys = np.array(VENDOR_KEYS, dtype=object)[vendor_codes(np.asarray(vendor, str))]
-    vendor_fallback = np.array(
-        [table_default(f"mfu_default_{v}") for v in vendor_keys], dtype=float
+    hbm_fallback = (
+        frame["dense_bf16_tflops"].to_numpy(np.float64)
+        / 1e3
+        * table_default("hbm_tbs_per_bf16_pflops")
     )
-    return default_mfu_arrays(
-        card_default_mfu,
-        vendor_fallback,
-        table_default("workload_mfu_pretraining"),
-        _seam_cooling_mfu_factor(cooling_type),
-    )
+    return {
+        "gemm_efficiency": np.array(
+            [table_default(f"gemm_efficiency_{v}") for v in vendor_keys], dtype=float
+        ),
+        "cooling_performance": _seam_cooling_mfu_factor(cooling_type),
+        "memory_bandwidth_tbs": frame["memory_bandwidth_tbs"]
+        .fillna(pd.Series(hbm_fallback, index=frame.index))
+        .to_numpy(np.float64),
+    }
 
 
 def _seam_energy(
@@ -134,14 +137,15 @@ def _mtbf_provenance(frame: pd.DataFrame, options: pd.DataFrame) -> None:
 
 OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     "accelerator": "",
-    "vendor": "",  # picks the per-vendor MFU default when the row has no default_training_mfu
+    "vendor": "",  # picks the per-vendor GEMM efficiency of the per-card model
     "dense_bf16_tflops": math.nan,  # required
     "dense_fp8_tflops": math.nan,
+    "memory_bandwidth_tbs": math.nan,  # HBM TB/s; NaN: hbm_tbs_per_bf16_pflops × the bf16 peak
     "memory_gb": math.nan,  # required
     "tdp_w": math.nan,  # required
     "cards_per_node": 8,
     "intra_node_interconnect_gbs": table_default("intra_node_bidir_gbs"),  # GB/s per card, NVLink
-    "default_training_mfu": math.nan,
+    "default_training_mfu": math.nan,  # passed through: the per-card model replaces it
     "cards": math.nan,  # give cards, or deadline_days
     "deadline_days": math.nan,
     "card_granularity": 1,  # deadline search step (e.g. 8 for whole nodes)
@@ -201,6 +205,7 @@ _POSITIVE_COLUMNS = (
     "checkpoint_interval_hours",
     "amortization_years",
     "dense_fp8_tflops",
+    "memory_bandwidth_tbs",
     "default_training_mfu",
 )
 _NON_NEGATIVE_COLUMNS = (
@@ -341,16 +346,15 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     frame["precision"] = workload.precision
     frame["peak_tflops"] = frame[peak_column]
 
+    # An entered MFU or throughput wins; else the per-card model gives it per split (steptime).
     achieved_mfu = frame["achieved_tflops_per_card"] / frame["peak_tflops"]
-    default_mfu = _seam_default_mfu(
-        frame["default_training_mfu"].to_numpy(np.float64),
-        frame["vendor"].fillna("").to_numpy(dtype=object),
-        cooling,
-    )
     frame["mfu_provenance"] = np.where(
-        frame["mfu"].notna() | frame["achieved_tflops_per_card"].notna(), "entered", "default"
+        frame["mfu"].notna() | frame["achieved_tflops_per_card"].notna(), "entered", "modeled"
     )
-    frame["mfu"] = frame["mfu"].fillna(achieved_mfu).fillna(pd.Series(default_mfu, frame.index))
+    frame["mfu"] = frame["mfu"].fillna(achieved_mfu)
+    rates = _seam_card_rates(frame["vendor"].fillna("").to_numpy(dtype=object), cooling, frame)
+    for column, values in rates.items():
+        frame[column] = values
     pue, energy_provenance = _seam_energy(
         frame["pue"].to_numpy(np.float64),
         frame["metered_facility_energy_kwh"].to_numpy(np.float64),

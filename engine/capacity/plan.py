@@ -61,8 +61,9 @@ def plan_capacity(
     cards = frame["cards"].fillna(0).to_numpy(np.int64)
     best = best_split_per_option(workload, frame, cards)
     for column in SPLIT_COLUMNS:
-        if column not in ("days", "running_days"):  # compute_outcomes recomputes these
+        if column not in ("days", "running_days", "mfu"):  # compute_outcomes recomputes these
             frame[column] = best[column]
+    frame["mfu"] = best["mfu"].fillna(frame["mfu"])  # the chosen split's per-card MFU
     frame["state_bytes"] = training_state_bytes(workload.params)
     out = compute_outcomes(frame, workload.flops)
     out = out.join(days_band(out))
@@ -129,6 +130,7 @@ _WORKLOAD_FIELDS = (
     "global_batch_sequences",
     "global_batch_tokens",
     "max_batch_tokens",
+    "software_stack",
     *SHAPE_SPEC_FIELDS,
 )
 # Every payload field the scalar estimate reads, besides "accelerator".

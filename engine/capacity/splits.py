@@ -24,7 +24,15 @@ from engine.parallelism import (
 )
 from engine.reliability import effective_time_arrays, restart_h_at
 from engine.scaling import fabric_efficiency_of
-from engine.steptime import STEP_PARTS, Links, StepTime, step_time_arrays
+from engine.steptime import (
+    STEP_PARTS,
+    CardRates,
+    Links,
+    StepTime,
+    Workload,
+    step_time_arrays,
+    traffic_defaults,
+)
 
 
 def _links(frame: pd.DataFrame, row: NDArray[np.int64]) -> Links:
@@ -48,27 +56,65 @@ def _links(frame: pd.DataFrame, row: NDArray[np.int64]) -> Links:
     )
 
 
+def step_workload(workload: TrainingWorkload) -> Workload:
+    """The model and how it trains, as the step-time model takes them."""
+    return Workload(
+        params=workload.params,
+        shape=workload.model_shape,
+        seq_len=float(workload.seq_len),
+        flops_per_param_token=float(workload.flops_per_param_token),
+        recompute=workload.activation_recompute,
+        sequence_parallel=workload.sequence_parallel,
+        fp8=workload.precision == "fp8",
+        zero_stage=workload.zero_stage,
+    )
+
+
+def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> CardRates:
+    """What each option's card achieves (per split row when `row` picks the options): the
+    vendor's GEMM efficiency on the training precision's peak (FP8: × the FP8 ratio), the
+    attention kernel on the bf16 peak, HBM at its efficiency; compute rates × cooling."""
+
+    def column(name: str) -> NDArray[np.float64]:
+        values = frame[name].to_numpy(np.float64)
+        return values if row is None else values[row]
+
+    bf16_peak = column("dense_bf16_tflops") * 1e12
+    peak = column("peak_tflops") * 1e12
+    gemm = column("gemm_efficiency") * column("cooling_performance")
+    precision = frame["precision"].to_numpy()
+    fp8 = (precision if row is None else precision[row]) == "fp8"
+    precision_share = np.where(fp8, table_default("fp8_gemm_efficiency_ratio"), 1.0)
+    return CardRates(
+        peak_flops_s=peak,
+        matmul_flops_s=peak * gemm * precision_share,
+        bf16_matmul_flops_s=bf16_peak * gemm,
+        attention_peak_flops_s=bf16_peak
+        * column("cooling_performance")
+        * column("gemm_efficiency")
+        / table_default("gemm_efficiency_nvidia"),
+        hbm_bytes_s=column("memory_bandwidth_tbs") * 1e12 * table_default("hbm_efficiency"),
+        mfu=column("mfu"),
+    )
+
+
 def _seam_step_time(
     workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFrame
 ) -> StepTime:
     """Modeled step time of each split row: engine.steptime.step_time_arrays."""
     row = splits["row"].to_numpy()
-    shape = workload.model_shape
     split = tuple(
         splits[name].to_numpy(np.float64)
         for name in ("tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches")
     )
     return step_time_arrays(
-        params=workload.params,
-        shape=(shape.layers, shape.hidden, workload.seq_len),
+        work=step_workload(workload),
         split=split,
-        per_card_flops=(frame["peak_tflops"] * frame["mfu"]).to_numpy(np.float64)[row] * 1e12,
+        card=card_rates(frame, row),
         links=_links(frame, row),
-        flops_per_param_token=workload.flops_per_param_token,
-        zero_stage=workload.zero_stage,
+        traffic=traffic_defaults(workload.software_stack),
         dp_overlap=frame["comm_overlap_share"].to_numpy(np.float64)[row],
         tp_overlap=frame["tp_overlap_share"].to_numpy(np.float64)[row],
-        kv_hidden=shape.kv_hidden,
     )
 
 
@@ -129,6 +175,7 @@ SPLIT_COLUMNS = (
     "memory_per_card_bytes",
     "usable_memory_per_card_bytes",
     "fits_memory",
+    "mfu",
     "scaling",
     "effective_time",
     "running_days",
@@ -197,6 +244,8 @@ def evaluate_splits(
     step = _seam_step_time(workload, frame, splits)
     for part in STEP_PARTS:  # where each step's time goes, as a share of the step
         splits[f"{part}_share"] = getattr(step, f"{part}_s") / step.step_s
+    # Per-card MFU of the split: the per-card model, or the entered figure (step.mfu keeps it).
+    splits["mfu"] = step.mfu
     # The split is chosen on the modeled scaling even when an override fixes the reported value.
     splits["scaling_modeled"] = step.scaling
     scaling_override = frame["scaling"].to_numpy(np.float64)[row]
@@ -204,7 +253,7 @@ def evaluate_splits(
     effective_time = effective_time_at_cards(frame, np.asarray(cards, dtype=np.float64))
     splits["effective_time"] = effective_time[row]
     peak_flops = frame["peak_tflops"].to_numpy(np.float64)[row] * 1e12
-    mfu = frame["mfu"].to_numpy(np.float64)[row]
+    mfu = step.mfu
     throughput = n * peak_flops * mfu * splits["scaling"].to_numpy() * effective_time[row]
     splits["running_days"] = workload.flops / throughput / SECONDS_PER_DAY
     splits["days"] = splits["running_days"] / frame["utilization"].to_numpy(np.float64)[row]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.defaults import default_value
+from engine.defaults import SOFTWARE_STACKS, default_value
 from engine.limits import (
     SHAPE_LIMITS,
     WORKLOAD_LIMITS,
@@ -58,6 +58,9 @@ class TrainingWorkload:
     # None: "full" when k = 8 (that is what k = 8 pays for), else "selective" (Megatron default).
     recompute: ActivationRecompute | None = None
     sequence_parallel: bool = True
+    # The training stack's memory-bound traffic (engine.steptime): a fused Megatron-class stack
+    # (Megatron-LM/Core, NeMo, Megatron-DeepSpeed) or an eager PyTorch loop under autocast.
+    software_stack: str = "megatron"
     shape: ModelShape | None = None
     parallelism: FixedParallelism = field(default_factory=FixedParallelism)
     usable_memory_share: float = DEFAULT_USABLE_MEMORY_SHARE
@@ -86,6 +89,8 @@ class TrainingWorkload:
                 errors[name] = "must be positive"
         if self.zero_stage not in (0, 1, 2, 3):
             errors["zero_stage"] = "must be 0, 1, 2 or 3"
+        if self.software_stack not in SOFTWARE_STACKS:
+            errors["software_stack"] = f"must be one of {', '.join(SOFTWARE_STACKS)}"
         if self.recompute is not None and self.recompute not in ACTIVATION_RECOMPUTE_MODES:
             errors["recompute"] = f"must be one of {ACTIVATION_RECOMPUTE_MODES}"
         if not 0 < self.usable_memory_share <= 1:
@@ -211,6 +216,7 @@ _SPEC_FIELDS: dict[str, tuple[str, Any]] = {
     "zero_stage": ("zero_stage", int),
     "recompute": ("recompute", None),
     "sequence_parallel": ("sequence_parallel", bool),
+    "software_stack": ("software_stack", str),
     "usable_memory_share": ("usable_memory_share", float),
 }
 

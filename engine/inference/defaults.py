@@ -75,7 +75,7 @@ SERVING_REPAIR = ServingDefault(
     "h",
     "Time a serving replica is down after a card fails: detection, rescheduling on a spare and "
     "reloading the weights, automated as on the fleets behind Llama 3 and MegaScale; the "
-    "efficiency engine's restart_h default (15 minutes, engine.defaults).",
+    "efficiency engine's restart_h default (engine.defaults).",
 )
 
 

@@ -29,6 +29,7 @@ from engine.capacity.workload import SHAPE_SPEC_FIELDS, shape_from_spec
 from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from engine.factors import FACTOR_NAMES
 from engine.memory import ModelShape
+from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from frontend import charts
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
@@ -54,7 +55,7 @@ OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("days", "Days", True),
     ("running_days", "Running days", True),
     ("utilization", FACTOR_LABELS["utilization"], True),
-    ("effective_time", FACTOR_LABELS["effective_time"], True),
+    ("effective_time", f"{FACTOR_LABELS['effective_time']} (ETTR)", True),
     ("scaling", FACTOR_LABELS["scaling"], True),
     ("card_hours", "Card-hours", True),
     ("total_cost", "Total cost", True),
@@ -499,6 +500,9 @@ def plan_detail(request: HttpRequest, pk: int):
         "model_summary": model_summary(plan.workload or {}),
         "shape_summary": shape_summary(plan.workload or {}, plan.results),
         "split_summary": split_summary(plan.workload or {}),
+        "preset_label": PRESET_LABELS.get(
+            (plan.options_spec or {}).get("site_kind") or RELIABILITY_PRESETS[0], ""
+        ),
         "options_export": {
             fmt: reverse("plan-options", args=[plan.pk]) + f"?format={fmt}"
             for fmt in ("csv", "xlsx")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.strict import StrictFieldsMixin
+from core.text import validate_name
 
 
 class InferenceOptionSerializer(serializers.Serializer):
@@ -55,7 +56,7 @@ class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
 class InferencePlanInputSerializer(StrictFieldsMixin, serializers.Serializer):
     """A stored inference plan: a name and the estimate's input (checked as the estimate's)."""
 
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[validate_name])
     inputs = serializers.DictField(
         help_text="The body of POST /api/v1/estimates/inference/ (docs/inference.md)."
     )

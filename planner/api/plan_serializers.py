@@ -11,10 +11,12 @@ from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
 from core.strict import StrictFieldsMixin
+from core.text import validate_name
 from engine.capacity import K_ERROR
 from engine.defaults import COOLING_TYPES, INTERVAL_RULES
 from engine.limits import limit, range_error
 from engine.memory import ACTIVATION_RECOMPUTE_MODES
+from engine.reliability import RELIABILITY_PRESETS
 from inventory.models import CoolingType
 from planner.api.shape_serializers import TrainingModelSerializer
 from planner.models import Plan
@@ -126,7 +128,7 @@ class CatalogKeyField(serializers.Field):
 class ExplicitSiteSerializer(StrictFieldsMixin, serializers.Serializer):
     """A site that is not in the inventory: its energy figures entered directly."""
 
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     cooling_type = serializers.ChoiceField(choices=CoolingType.choices, required=False)
     pue = bounded_float("pue", required=False, allow_null=True, help_text="Default: the cooling's.")
     tariff_per_kwh = bounded_float("tariff_per_kwh", default=0.0)
@@ -226,6 +228,20 @@ class OptionsSpecSerializer(StrictFieldsMixin, serializers.Serializer):
         help_text="Existing pools use accounting's measured utilization, effective time and "
         "MFU over this many days before the plan is computed (default 90; 0: modeled only).",
     )
+    # Plain text, not a choice field: the schema already names the site_kind choice set.
+    site_kind = serializers.CharField(
+        required=False,
+        help_text="Effective-time preset of every option: production (default: asynchronous "
+        "checkpoints, automated restarts, MTBF of the card generation's production fleets) or "
+        "research (Meta's research-cluster MTBF and restart).",
+    )
+
+    def validate_site_kind(self, value):
+        if value not in RELIABILITY_PRESETS:
+            raise serializers.ValidationError(
+                f'"{value}" is not a preset: one of {", ".join(RELIABILITY_PRESETS)}.'
+            )
+        return value
 
     def validate(self, attrs):
         for key in ("accelerators", "cards", "deadline_days", "sites", "pools"):
@@ -313,7 +329,7 @@ class LeverSerializer(StrictFieldsMixin, serializers.Serializer):
 class PlanInputSerializer(StrictFieldsMixin, serializers.Serializer):
     """What a planner sends to create (or, merged with the stored plan, change) a plan."""
 
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[validate_name])
     workload = WorkloadSerializer()
     options_spec = OptionsSpecSerializer()
     overrides = OverridesSerializer(required=False, default=dict)
@@ -321,7 +337,7 @@ class PlanInputSerializer(StrictFieldsMixin, serializers.Serializer):
 
 
 class PlanCloneSerializer(StrictFieldsMixin, serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = serializers.CharField(max_length=200, required=False, validators=[validate_name])
 
 
 class PlanCompareQuerySerializer(StrictFieldsMixin, serializers.Serializer):

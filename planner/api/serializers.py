@@ -7,6 +7,7 @@ from rest_framework import serializers
 from core.bounds import WithinDates, bounded_float, bounded_int
 from core.strict import StrictFieldsMixin
 from engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from engine.reliability import SITE_KINDS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel
 from planner.models import ANALYSIS_SCOPES, Analysis
@@ -54,9 +55,24 @@ class AnalysisCreateSerializer(StrictFieldsMixin, serializers.Serializer):
 
 
 class EffectiveTimeInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    """One job; what is not given takes the preset's defaults (docs/capacity-planning.md §4b)."""
+
     cards = bounded_int("cards")
+    site_kind = serializers.ChoiceField(
+        choices=SITE_KINDS,
+        default="unknown",
+        help_text="Effective-time preset: production (the default; unknown = not declared, "
+        "production practice) or research (Meta's research-cluster figures).",
+    )
+    accelerator = AcceleratorField(
+        queryset=AcceleratorModel.objects.all(),
+        required=False,
+        help_text="Catalog name or id: the MTBF default of its card generation.",
+    )
     mtbf_card_hours = bounded_float("mtbf_card_hours", required=False)
-    checkpoint_save_minutes = bounded_float("checkpoint_minutes", required=False)
+    checkpoint_save_minutes = bounded_float(
+        "checkpoint_minutes", required=False, help_text="Minutes one save blocks training."
+    )
     restart_minutes = bounded_float("checkpoint_minutes", required=False)
     checkpoint_interval_minutes = bounded_float("checkpoint_interval_minutes", required=False)
     cooling = serializers.ChoiceField(choices=COOLING_TYPES, required=False)
@@ -64,13 +80,19 @@ class EffectiveTimeInputSerializer(StrictFieldsMixin, serializers.Serializer):
 
 
 class EffectiveTimeOutputSerializer(serializers.Serializer):
+    site_kind = serializers.CharField()
     mtbf_card_hours = serializers.FloatField()
+    mtbf_basis = serializers.CharField()
     mtbf_job_hours = serializers.FloatField()
+    checkpoint_save_minutes = serializers.FloatField()
+    restart_minutes = serializers.FloatField()
     young_interval_minutes = serializers.FloatField()
     daly_interval_minutes = serializers.FloatField()
     checkpoint_interval_minutes = serializers.FloatField()
     interval_rule = serializers.CharField()
     effective_time = serializers.FloatField()
+    ettr = serializers.FloatField(help_text="Meta's effective training time ratio: the same.")
+    runtime_goodput = serializers.FloatField(help_text="Google's runtime goodput: the same.")
     stalled = serializers.BooleanField()
     lost_share = serializers.DictField(child=serializers.FloatField())
     provenance = serializers.DictField(child=serializers.CharField())

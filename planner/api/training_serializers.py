@@ -103,15 +103,29 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
         "interconnect_gbits", required=False, allow_null=True
     )
     site_kind = serializers.ChoiceField(
-        choices=SITE_KINDS, required=False, help_text="Picks the MTBF and restart defaults."
+        choices=SITE_KINDS,
+        required=False,
+        help_text="Effective-time preset: production (the default; unknown = not declared, "
+        "production practice) or research (Meta's research-cluster MTBF and restart).",
     )
     mtbf_card_hours = bounded_float("mtbf_card_hours", required=False, allow_null=True)
-    checkpoint_save_minutes = bounded_float("checkpoint_minutes", required=False, allow_null=True)
+    checkpoint_save_minutes = bounded_float(
+        "checkpoint_minutes",
+        required=False,
+        allow_null=True,
+        help_text="Minutes one save blocks training (default: 10 s, an asynchronous save).",
+    )
     restart_minutes = bounded_float("checkpoint_minutes", required=False, allow_null=True)
     checkpoint_interval_minutes = bounded_float(
         "checkpoint_interval_minutes", required=False, allow_null=True
     )
-    checkpoint_async = serializers.BooleanField(required=False, default=False)
+    checkpoint_async = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="The checkpoint_save_minutes given is a whole synchronous save, but saves run "
+        "asynchronously: only the copy to host memory blocks. Without checkpoint_save_minutes "
+        "it changes nothing (the default already is an asynchronous save).",
+    )
 
     def validate(self, attrs):
         if attrs.get("tokens") is None and attrs.get("total_flops") is None:

@@ -214,11 +214,14 @@ def estimate_training_for(data: Mapping[str, Any]) -> dict[str, Any]:
     """
     accelerator: AcceleratorModel = data["accelerator"]
     payload = {key: data[key] for key in _ESTIMATE_PASSTHROUGH if data.get(key) is not None}
+    if payload.get("checkpoint_save_minutes") is None:
+        payload.pop("checkpoint_async", None)  # the default save already blocks asynchronously
     payload["accelerator"] = {
         "name": accelerator.name,
         "dense_bf16_tflops": accelerator.dense_bf16_tflops,
         "dense_fp8_tflops": accelerator.dense_fp8_tflops,
         "memory_gb": accelerator.memory_gb,
+        "memory_bandwidth_tbs": accelerator.memory_bandwidth_tbs,
         "tdp_w": accelerator.tdp_w,
         "intra_node_interconnect_gbs": accelerator.intra_node_interconnect_gbs,
         "default_training_mfu": accelerator.default_training_mfu,

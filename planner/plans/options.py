@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounting.coverage import record_spans
 from accounting.selectors import apply_measured_usage
 from engine.defaults import default_value
+from engine.reliability import RELIABILITY_PRESETS
 from inventory.currency import conversions
 from inventory.frames import cluster_cards, opex_per_card
 from inventory.models import AcceleratorModel, NodeGroup, Pool, Site
@@ -32,6 +33,8 @@ from planner.plans.workload import (
     PlanInputError,
 )
 
+DEFAULT_PRESET = RELIABILITY_PRESETS[0]  # production practice; stored plans without one too
+
 # --------------------------------------------------------------------------------------------
 # Options from the inventory (one query per table)
 # --------------------------------------------------------------------------------------------
@@ -43,6 +46,7 @@ _CATALOG_FIELDS = (
     "dense_bf16_tflops",
     "dense_fp8_tflops",
     "memory_gb",
+    "memory_bandwidth_tbs",
     "tdp_w",
     "intra_node_interconnect_gbs",
     "default_training_mfu",
@@ -73,6 +77,7 @@ def _catalog_columns(row: Mapping[str, Any]) -> dict[str, Any]:
         "dense_bf16_tflops": row["dense_bf16_tflops"],
         "dense_fp8_tflops": row["dense_fp8_tflops"],
         "memory_gb": row["memory_gb"],
+        "memory_bandwidth_tbs": row["memory_bandwidth_tbs"],  # the per-card model's HBM
         "tdp_w": row["tdp_w"],
         "intra_node_interconnect_gbs": row["intra_node_interconnect_gbs"],
         "default_training_mfu": row["default_training_mfu"],
@@ -555,6 +560,7 @@ def build_options(
         if column not in frame:
             frame[column] = np.nan
     frame["unpriced_reason"] = frame["unpriced_reason"].astype(object)  # text, set per row
+    frame["site_kind"] = spec.get("site_kind") or DEFAULT_PRESET  # the effective-time preset
     frame = _apply_overrides(frame, overrides or {})
     frame["label"] = _labels(frame)
     # Energy is priced in the site's currency; without a site, in the card price's.

@@ -27,7 +27,7 @@ MODEL = {
     "input_tokens": 1000,
     "output_tokens": 300,
 }
-REPAIR_H = 0.25  # engine.defaults restart_h, the documented serving repair time
+REPAIR_H = 2.5 / 60  # engine.defaults restart_h, the documented serving repair time
 
 
 @pytest.fixture

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.capacity import TrainingWorkload, plan_capacity
 from engine.capacity.band import uncertainty_tornado
+from engine.defaults import DEFAULTS
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism
 from tests.support.capacity_inputs import H100_SXM
@@ -48,16 +50,30 @@ def test_entered_figures_carry_no_default_uncertainty():
     assert modeled["days_low"] < modeled["days"] < modeled["days_high"]
 
 
-def test_tornado_shows_failures_matter_most_at_scale_and_mfu_on_a_small_job():
+def test_tornado_shows_the_model_matters_most_on_a_small_job_and_failures_grow_with_scale():
     options = pd.DataFrame(
-        [{**PRICED, "cards": cards, "site_kind": "production"} for cards in (256, 16_384)]
+        [{**PRICED, "cards": cards, "site_kind": "research"} for cards in (256, 16_384)]
     )
     plan = plan_capacity(WORKLOAD, options)
     tornado = uncertainty_tornado(plan)
     first = tornado.groupby("option_id")["uncertainty"].first()
     assert first.loc[0] == "mfu"
-    assert first.loc[1] == "mtbf"
+    mtbf = tornado[tornado["uncertainty"] == "mtbf"].set_index("option_id")["swing_days"]
+    share = mtbf / plan["days"]  # of each option's days
+    assert share.loc[1] > 5 * share.loc[0]
     assert (tornado["days_low"] <= tornado["days_high"]).all()
+
+
+def test_the_models_own_error_spans_the_calibrated_percentiles():
+    # With every other figure entered, the band is the calibration residuals' 10th-90th
+    # percentile of published ÷ modeled throughput (defaults model_ratio_p10 and _p90).
+    row = plan_capacity(
+        WORKLOAD, pd.DataFrame([{**PRICED, "cards": 1024, "scaling": 0.9, "effective_time": 1}])
+    ).iloc[0]
+    low, high = DEFAULTS["model_ratio_p10"].value, DEFAULTS["model_ratio_p90"].value
+    assert row["mfu_provenance"] == "modeled"
+    assert row["days_low"] == pytest.approx(row["days"] / high, rel=0.02)
+    assert row["days_high"] == pytest.approx(row["days"] / low, rel=0.02)
 
 
 @settings(max_examples=20, deadline=None)

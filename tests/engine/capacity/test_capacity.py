@@ -15,6 +15,7 @@ from engine.capacity import (
     pareto_front,
     plan_capacity,
 )
+from engine.capacity.workload import workload_from_spec
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism, enumerate_splits
 from tests.support.capacity_inputs import A100_40GB, A100_80GB, H100_SXM, options
@@ -144,12 +145,17 @@ def test_card_count_without_any_valid_split_is_infeasible():
 
 @settings(max_examples=25, deadline=None)
 @given(nodes1=st.integers(1, 400), nodes2=st.integers(1, 400))
-def test_days_change_with_cards_only_through_scaling_and_effective_time(nodes1: int, nodes2: int):
+def test_days_change_with_cards_only_through_mfu_scaling_and_effective_time(
+    nodes1: int, nodes2: int
+):
+    # The per-card MFU follows the chosen split (its micro-batch, its shard of each matmul).
     workload = TrainingWorkload(params=7e9, tokens=1e12, shape=ModelShape(32, 4096, 32))
     plan = plan_capacity(
         workload, options({**A100_80GB, "cards": 8 * nodes1}, {**A100_80GB, "cards": 8 * nodes2})
     )
-    card_days = plan["days"] * plan["cards"] * plan["scaling"] * plan["effective_time"]
+    card_days = (
+        plan["days"] * plan["cards"] * plan["mfu"] * plan["scaling"] * plan["effective_time"]
+    )
     assert card_days.iloc[0] == pytest.approx(card_days.iloc[1])
 
 
@@ -266,3 +272,33 @@ def test_cross_options_builds_card_model_count_site_grid():
     assert plan["on_pareto_front"].any()
     with pytest.raises(PlannerInputError):
         cross_options(pd.DataFrame([A100_80GB]), cards=[8], deadline_days=[10.0])
+
+
+def test_the_software_stack_is_one_the_model_knows():
+    with pytest.raises(PlannerInputError) as excinfo:
+        TrainingWorkload(params=7e9, tokens=1e12, software_stack="jax")
+    assert "software_stack" in excinfo.value.errors
+    spec = {"model_params": 7e9, "tokens": 1e12, "software_stack": "plain_pytorch"}
+    assert workload_from_spec(spec).software_stack == "plain_pytorch"
+
+
+def test_an_eager_pytorch_loop_models_slower_than_a_fused_stack_on_the_same_card():
+    # Same matmuls; the eager loop moves more bytes per activation and casts the weights of
+    # every micro-batch (docs/capacity-planning.md §4, "The software stack").
+    shape = ModelShape(16, 2048, 32, kv_heads=8, ffn_hidden=8192, vocab=128256, mlp="gated")
+    plans = [
+        plan_capacity(
+            TrainingWorkload(
+                params=1.24e9,
+                tokens=1e12,
+                global_batch_sequences=8,
+                micro_batch=1,
+                shape=shape,
+                software_stack=stack,
+            ),
+            options({**H100_SXM, "cards": 1}),
+        ).iloc[0]
+        for stack in ("megatron", "plain_pytorch")
+    ]
+    assert plans[1]["days"] > 1.2 * plans[0]["days"]
+    assert plans[0]["scaling"] == plans[1]["scaling"] == 1.0  # one card: all of it per card

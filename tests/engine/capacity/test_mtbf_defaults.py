@@ -27,17 +27,17 @@ def test_catalog_names_map_to_their_generation():
     ]
 
 
-def test_a_declared_site_kind_beats_the_generation_and_unpublished_generations_fall_back():
+def test_the_research_preset_beats_the_generation_and_unpublished_generations_fall_back():
     mtbf, basis = default_mtbf_card_hours(
         ["unknown", "research", "unknown", "unknown", "production"],
         ["hopper", "hopper", "ampere", "blackwell", "ascend_910b"],
     )
-    # Llama 3 (H100, ~50,700 h per GPU) and Kokolis et al. 2024 (A100, ~8,100 h per GPU).
-    assert list(mtbf) == [50_000, 8_000, 8_000, 20_000, 50_000]
+    # Llama 3 (H100, ~50,700 h per GPU) and Kokolis et al. 2024 (RSC-1 A100, ~29,500 h).
+    assert list(mtbf) == [50_000, 29_500, 29_500, 38_700, 38_700]
     assert basis[0] == "default for Hopper cards (mtbf_card_hours_hopper)"
-    assert basis[1] == "default for a research site"
-    assert "Blackwell" in basis[3] and basis[3].startswith("general default")
-    assert "Ascend 910B" in basis[4] and basis[4].startswith("default for a production site")
+    assert basis[1] == "research-cluster preset (mtbf_card_hours_research)"
+    assert "Blackwell" in basis[3] and basis[3].startswith("default for a production fleet")
+    assert "Ascend 910B" in basis[4] and basis[4].startswith("default for a production fleet")
     assert "Dubey" in DEFAULTS["mtbf_card_hours_hopper"].source
     assert "Kokolis" in DEFAULTS["mtbf_card_hours_ampere"].source
 
@@ -52,7 +52,7 @@ def test_the_plan_reports_the_generation_default_and_an_entered_mtbf_as_entered(
         ]
     )
     rows = plan_capacity(WORKLOAD, options).set_index("option_id")
-    assert list(rows["mtbf_card_hours"]) == pytest.approx([50_000, 8_000, 20_000, 30_000])
+    assert list(rows["mtbf_card_hours"]) == pytest.approx([50_000, 29_500, 38_700, 30_000])
     assert list(rows["mtbf_provenance"]) == ["default", "default", "default", "entered"]
     assert "Ampere" in rows.loc[1, "mtbf_basis"] and "Blackwell" in rows.loc[2, "mtbf_basis"]
     # Same card figures otherwise: the Hopper default fails least, the Ampere one most.

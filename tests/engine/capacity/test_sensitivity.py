@@ -77,7 +77,7 @@ def test_lever_roi_payback(plan):
     levers = [
         Lever.colocation(one_off_cost=1e6, utilization=0.9),
         Lever.mfu_upgrade(one_off_cost=5e5, mfu=0.6),
-        Lever.faster_checkpoints(one_off_cost=2e5, checkpoint_save_hours=0.01, restart_hours=0.05),
+        Lever.faster_checkpoints(one_off_cost=2e5, checkpoint_save_hours=0.001, restart_hours=0.01),
         Lever.liquid_cooling(one_off_cost=3e6),
     ]
     roi = lever_roi(plan, levers, GPT3.flops)

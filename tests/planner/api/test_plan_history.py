@@ -98,7 +98,7 @@ def test_a_pool_with_history_gets_measured_factors_one_without_stays_modeled(his
     for row in rows["mixed-a100-h100"]:
         assert row["utilization"] == pytest.approx(0.7)  # the pool's planned utilization
         assert row["utilization_provenance"] == "modeled"
-        assert row["mfu_provenance"] == "default"
+        assert row["mfu_provenance"] == "modeled"  # the per-card model (engine.steptime)
         assert row["effective_time_provenance"] == "modeled"
 
     (window,) = results["measured_history"]
@@ -128,7 +128,7 @@ def test_history_days_zero_keeps_pools_modeled(history):
     (ascend,) = _by_pool(results)["ascend-910b"]
     assert ascend["utilization"] == pytest.approx(0.6)
     assert ascend["utilization_provenance"] == "modeled"
-    assert ascend["mfu_provenance"] == "default"
+    assert ascend["mfu_provenance"] == "modeled"
     assert results["measured_history"] == []
 
 

@@ -61,7 +61,7 @@ def _general_default() -> float:
     from inventory.models import Site
 
     cooling = Site.objects.get(clusters__name="train-ascend").cooling_type
-    return float(cooling_adjusted_mtbf_card_hours(20_000.0, cooling))
+    return float(cooling_adjusted_mtbf_card_hours(38_700.0, cooling))
 
 
 def test_node_failures_over_enough_card_hours_give_a_measured_mtbf(demo_fleet):
