@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from access.admin_names import NameCheckedAdminMixin
 from access.models import FleetWideAccess, TeamMembership
 
 
 @admin.register(TeamMembership)
-class TeamMembershipAdmin(admin.ModelAdmin):
+class TeamMembershipAdmin(NameCheckedAdminMixin, admin.ModelAdmin):
+    name_fields = ("team",)
     list_display = ["user", "team", "created"]
     list_filter = ["team"]
     search_fields = ["user__username", "team"]
@@ -21,4 +23,5 @@ class FleetWideAccessAdmin(admin.ModelAdmin):
 
 
 # API tokens (hashed): access/admin_tokens.py registers them.
-from access import admin_tokens  # noqa: E402, F401
+# Accounts and role groups without privilege escalation: access/admin_users.py.
+from access import admin_tokens, admin_users  # noqa: E402, F401

@@ -1,9 +1,15 @@
-"""Admin pages for API tokens: create one (its key is shown once), list, revoke by deleting."""
+"""Admin pages for API tokens: create one (its key is shown once), list, revoke by deleting.
+
+A token acts as its user, so minting one for someone else is acting as them: only superusers
+do that. Anyone else with the admin page's add permission mints tokens for themselves only.
+"""
 
 from __future__ import annotations
 
 import rest_framework.authtoken.admin  # noqa: F401  (registers TokenProxy, unregistered below)
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from rest_framework.authtoken.models import TokenProxy
 
 from access.tokens import ApiToken
@@ -25,7 +31,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
         # A token's owner is fixed: give someone else a token of their own.
         return [*self.readonly_fields, "user"] if obj else self.readonly_fields
 
+    def get_autocomplete_fields(self, request):
+        # Others pick from one account, their own: a plain menu, not a search of every user.
+        return self.autocomplete_fields if request.user.is_superuser else []
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+            kwargs["initial"] = request.user.pk
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
     def save_model(self, request, obj, form, change):
+        if not change and obj.user_id != request.user.pk and not request.user.is_superuser:
+            raise PermissionDenied("Only a superuser creates a token for another account.")
         key = None if change else obj.set_new_key()
         super().save_model(request, obj, form, change)
         if key:

@@ -33,3 +33,27 @@ def role_rank(user: User | AnonymousUser) -> int:
 def has_role(user: User | AnonymousUser, role: str) -> bool:
     """True when the user holds `role` or a higher one."""
     return role_rank(user) >= _RANK[role]
+
+
+def may_manage(actor: User | AnonymousUser, target: User) -> bool:
+    """Whether ``actor`` may change ``target``'s account (roles, password, details): a superuser
+    anyone; anyone else only accounts below their own role, never a superuser's."""
+    if actor.is_superuser:
+        return True
+    if target.is_superuser:
+        return False
+    return role_rank(target) < role_rank(actor)
+
+
+def grantable_roles(actor: User | AnonymousUser) -> tuple[str, ...]:
+    """The roles ``actor`` may give: a superuser every role, anyone else those below their own."""
+    if actor.is_superuser:
+        return ROLES
+    return tuple(role for role in ROLES if _RANK[role] < role_rank(actor))
+
+
+def owner_or_admin(user: User | AnonymousUser, owner_id: int | None) -> bool:
+    """Whether ``user`` owns the object (``owner_id``) or holds the admin role: who edits an
+    object's recipients. An object without an owner is the administrators' alone."""
+    owns = owner_id is not None and user.is_authenticated and owner_id == user.pk
+    return owns or has_role(user, ADMIN)

@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from access.models import FleetWideAccess
-from access.roles import ADMIN, has_role
+from access.roles import ADMIN, VIEWER, has_role
 
 # How the accounting reports label records without an account (accounting.selectors).
 NO_ACCOUNT = "(no account)"
@@ -85,6 +85,35 @@ def team_reports_filter(teams: frozenset[str] | None, prefix: str = "") -> Q:
     if teams is None:
         return Q()
     return Q(**{f"{prefix}scope": "team", f"{prefix}team__in": sorted(teams)})
+
+
+def scope_visible(teams: frozenset[str] | None, scope: str, team: str | None = "") -> bool:
+    """Whether these teams cover an object of ``scope``: a team object needs its team; a fleet,
+    site, cluster or pool object holds every team's figures, so it needs every team."""
+    if teams is None:
+        return True
+    return scope == "team" and bool(team) and team in teams
+
+
+def may_see_scope(user, scope: str, team: str | None = "") -> bool:
+    """The one rule for an object of a scope (alert rule, report schedule, report): the viewer
+    role, and teams that cover it (:func:`scope_visible`); the twin of team_reports_filter."""
+    return has_role(user, VIEWER) and scope_visible(visible_teams(user), scope, team)
+
+
+def scope_refusal(user, scope: str, team: str | None = "") -> str:
+    """Why ``user`` may not see objects of this scope, naming the team; "" when they may."""
+    if may_see_scope(user, scope, team):
+        return ""
+    if not has_role(user, VIEWER):
+        return f"{user} holds no role that reads figures."
+    return f"{user} may not see {scope_label(scope, team)}."
+
+
+def scope_label(scope: str, team: str | None = "") -> str:
+    if scope == "team":
+        return f"team {team}'s figures"
+    return f"every team's figures (a {scope} scope holds every team's)"
 
 
 def allowed_accounts(teams: frozenset[str]) -> list[str]:

@@ -31,3 +31,23 @@ def grant_role_permissions(sender=None, **kwargs) -> None:
     for name, permissions in grants.items():
         group, _ = Group.objects.get_or_create(name=name)
         group.permissions.add(*permissions)
+
+
+def mailing_list_account(address: str, note: str = "a mailing list"):
+    """The account of a mailing-list address, made if missing: a viewer of every team who
+    cannot log in, so reports and alerts may go to the list (`access.recipients`)."""
+    from django.contrib.auth import get_user_model
+
+    from access.models import FleetWideAccess
+
+    users = get_user_model().objects
+    account = users.filter(email__iexact=address, is_active=True).first()
+    if account is not None:
+        return account
+    username = address.split("@")[0][:130] + "-list"
+    account, _ = users.get_or_create(username=username, defaults={"email": address})
+    account.set_unusable_password()
+    account.save()
+    account.groups.add(Group.objects.get(name=VIEWER))
+    FleetWideAccess.objects.get_or_create(user=account, defaults={"note": note})
+    return account

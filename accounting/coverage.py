@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
+from django.db.models import Max, Min, OuterRef, Q, Subquery
 
 from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
 from engine.coverage import (
@@ -36,23 +36,35 @@ def _record_edge(order: str) -> Subquery:
     return Subquery(records.order_by(order).values(field)[:1])
 
 
+def _latest_as_of() -> Subquery:
+    """A cluster's latest import as-of time (accounting.imports.as_of), in the same query."""
+    jobs = ImportJob.objects.filter(cluster_id=OuterRef("pk"), as_of__isnull=False)
+    return Subquery(jobs.order_by("-as_of").values("as_of")[:1])
+
+
 def usage_spans(cluster_ids: Sequence[int] | None) -> pd.DataFrame:
-    """Per cluster: ``first`` record start or sreport start, ``last`` end (start if running)."""
+    """Per cluster: ``first`` record start or sreport start, ``last`` end (start if running),
+    and ``as_of``, the latest as-of time of its imports, up to which running records count
+    (NaT when none says one)."""
     clusters = Cluster.objects.all()
     reports = SreportUtilization.objects.all()
     if cluster_ids is not None:
         clusters = clusters.filter(pk__in=cluster_ids)
         reports = reports.filter(cluster_id__in=cluster_ids)
     rows: list[dict] = []
+    as_of: dict[int, dt.datetime] = {}
     for row in clusters.annotate(
         first=_record_edge("start"),
         last_start=_record_edge("-start"),
         last_end=_record_edge("-end"),
-    ).values("pk", "first", "last_start", "last_end"):
+        as_of=_latest_as_of(),
+    ).values("pk", "first", "last_start", "last_end", "as_of"):
         if row["first"] is None:
             continue  # no usage records
         last = max(t for t in (row["last_start"], row["last_end"]) if t is not None)
         rows.append({"cluster": row["pk"], "first": row["first"], "last": last})
+        if row["as_of"] is not None:
+            as_of[row["pk"]] = row["as_of"]
     # An sreport stretches a window of usage records; alone it has no jobs to measure.
     with_records = {row["cluster"] for row in rows}
     for row in reports.values("cluster_id").annotate(
@@ -61,22 +73,32 @@ def usage_spans(cluster_ids: Sequence[int] | None) -> pd.DataFrame:
         if row["cluster_id"] in with_records:
             rows.append({"cluster": row["cluster_id"], "first": row["first"], "last": row["last"]})
     if not rows:
-        return pd.DataFrame(columns=["cluster", "first", "last"])
+        return pd.DataFrame(columns=["cluster", "first", "last", "as_of"])
     frame = pd.DataFrame.from_records(rows)
     frame["first"] = pd.to_datetime(frame["first"], utc=True)
     frame["last"] = pd.to_datetime(frame["last"], utc=True)
     spans = frame.groupby("cluster", as_index=False)
-    return spans.agg(first=("first", "min"), last=("last", "max"))
+    spans = spans.agg(first=("first", "min"), last=("last", "max"))
+    spans["as_of"] = pd.to_datetime(spans["cluster"].map(as_of), utc=True)
+    return spans
 
 
 def coverage_windows(
     cluster_ids: Sequence[int] | None, period_start: dt.datetime, period_end: dt.datetime
 ) -> pd.DataFrame:
-    """``cluster, covered_from, covered_until`` inside the period (rule in the engine module)."""
+    """``cluster, covered_from, covered_until`` inside the period (rule in the engine module).
+
+    The usage covers a cluster at least up to the latest as-of time of its imports (the
+    export saw the cluster until then, running jobs included: they count up to it too,
+    accounting.parsing.as_of), and up to the end of that day, like the last record's day.
+    """
     spans = usage_spans(cluster_ids)
     if spans.empty:
         return pd.DataFrame(columns=list(WINDOW_COLUMNS))
-    return covered_windows(spans, period_start, period_end)
+    last = spans[["last", "as_of"]].max(axis=1)
+    return covered_windows(
+        spans.assign(last=last)[["cluster", "first", "last"]], period_start, period_end
+    )
 
 
 def with_coverage(pools: pd.DataFrame, coverage: Coverage) -> pd.DataFrame:
@@ -186,21 +208,29 @@ def record_spans(
     """Per cluster, the part of [start, end) its usage records cover (one query): from the
     first record to the last end, or to ``end`` while a job still runs. Clusters without
     records there are absent."""
+    records = UsageRecord.objects.filter(cluster_id__in=cluster_ids, start__lt=end).filter(
+        Q(end__gt=start) | Q(end__isnull=True)
+    )
     spans = (
-        UsageRecord.objects.filter(cluster_id__in=cluster_ids, start__lt=end)
-        .filter(Q(end__gt=start) | Q(end__isnull=True))
-        .values("cluster_id")
-        .annotate(
-            first=Min("start"),
-            last_start=Max("start"),
-            last_end=Max("end"),
-            running=Count("pk", filter=Q(end__isnull=True)),
-        )
+        records.values("cluster_id")
+        .annotate(first=Min("start"), last_start=Max("start"), last_end=Max("end"))
         .order_by()
     )
+    held = _running_held_until(records)
     windows = {}
     for span in spans:
-        ends = [t for t in (span["last_start"], span["last_end"]) if t is not None]
-        last = end if span["running"] else max(ends)
+        ends = [span["last_start"], span["last_end"], held.get(span["cluster_id"])]
+        last = max(t for t in ends if t is not None)
         windows[span["cluster_id"]] = (max(start, span["first"]), min(end, last))
     return windows
+
+
+def _running_held_until(records) -> dict[int, dt.datetime]:
+    """Per cluster, how far its running records count: start + duration_h, which the import
+    clipped at the export's as-of time (a running job never counts past what was exported)."""
+    held: dict[int, dt.datetime] = {}
+    running = records.filter(end__isnull=True).values_list("cluster_id", "start", "duration_h")
+    for cluster_id, begun, duration_h in running.iterator():
+        until = begun + dt.timedelta(hours=duration_h)
+        held[cluster_id] = max(until, held.get(cluster_id, until))
+    return held

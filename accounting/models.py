@@ -7,6 +7,8 @@ chargeback are read by `accounting.selectors`.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -16,7 +18,13 @@ from accounting.parsing import JOB_STATES, normalize_gres_type
 from core.jobs.models import DurableJob
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 from engine.limits import date_error, limit_errors
-from inventory.models import AcceleratorModel, Cluster, Pool
+from inventory.models import (
+    AcceleratorModel,
+    Cluster,
+    Pool,
+    hidden_cluster_ids,
+    hidden_pool_ids,
+)
 
 non_negative = MinValueValidator(0)
 fraction = [MinValueValidator(0.0), MaxValueValidator(1.0)]
@@ -24,6 +32,31 @@ fraction = [MinValueValidator(0.0), MaxValueValidator(1.0)]
 
 def _choices(values) -> list[tuple[str, str]]:
     return [(value, value) for value in values]
+
+
+class OfLiveInventory(models.Manager):
+    """Hides the rows of deleted clusters and pools (inventory's soft delete) from every
+    read, until a restore shows them again or the purge deletes them; ``_base_manager`` (a
+    plain manager) still sees them."""
+
+    cluster_field: str | None = "cluster"
+    pool_field: str | None = "pool"
+
+    def get_queryset(self) -> models.QuerySet:
+        rows = super().get_queryset()
+        if self.cluster_field:
+            rows = rows.exclude(**{f"{self.cluster_field}_id__in": hidden_cluster_ids()})
+        if self.pool_field:
+            rows = rows.exclude(**{f"{self.pool_field}_id__in": hidden_pool_ids()})
+        return rows
+
+
+class OfLiveClusters(OfLiveInventory):
+    pool_field = None
+
+
+class OfLivePools(OfLiveInventory):
+    cluster_field = None
 
 
 class JobState(models.TextChoices):
@@ -44,6 +77,14 @@ class ImportKind(models.TextChoices):
     SREPORT = "sreport", "Slurm sreport cluster utilization"
     CSV = "csv", "CSV with the documented header"
     XLSX = "xlsx", "Excel workbook with the documented header"
+
+
+class AsOfSource(models.TextChoices):
+    """Where an import's as-of time came from (accounting.parsing.as_of, in this order)."""
+
+    FILE = "file", "the latest time in the file"
+    FIELD = "field", "the as-of time given with the import"
+    UPLOAD = "upload", "the upload time"
 
 
 class GresAlias(models.Model):
@@ -142,8 +183,16 @@ class ImportJob(DurableJob):
     exported_at = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="When the file was exported; measures running jobs that have no duration.",
+        help_text="The as-of time given with the import (--as-of); used when the file has no "
+        "time of its own.",
     )
+    as_of = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The export's as-of time: running jobs count up to it, and the usage "
+        "covers the cluster up to it.",
+    )
+    as_of_source = models.CharField(max_length=8, choices=AsOfSource.choices, blank=True)
     report_period_start = models.DateTimeField(
         null=True, blank=True, help_text="sreport without its banner: the report period."
     )
@@ -180,6 +229,15 @@ class ImportJob(DurableJob):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} import #{self.pk} into {self.cluster_id}"
+
+    @property
+    def as_of_text(self) -> str:
+        """E.g. "as of 2025-03-01 09:00 UTC (the latest time in the file)"; "" before a run."""
+        if self.as_of is None:
+            return ""
+        source = self.as_of_source
+        label = AsOfSource(source).label if source in AsOfSource.values else source
+        return f"as of {self.as_of.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC ({label})"
 
 
 class UsageRecord(models.Model):
@@ -232,6 +290,8 @@ class UsageRecord(models.Model):
         help_text="The import that last created or changed this record.",
     )
 
+    objects = OfLiveInventory()
+
     class Meta:
         ordering = ["cluster", "start", "record_key"]
         constraints = [
@@ -276,6 +336,8 @@ class SreportUtilization(models.Model):
     import_job = models.ForeignKey(
         ImportJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    objects = OfLiveClusters()
 
     class Meta:
         ordering = ["cluster", "period_start", "tres_name"]
@@ -332,6 +394,8 @@ class UsageDailyRollup(models.Model):
     )
     mfu_weighted_card_hours = models.FloatField(default=0.0, help_text="Σ MFU × card-hours.")
     refreshed_at = models.DateTimeField()
+
+    objects = OfLiveInventory()
 
     class Meta:
         ordering = ["cluster", "day"]
@@ -406,6 +470,8 @@ class ServingLoad(models.Model):
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = OfLivePools()
 
     class Meta:
         ordering = ["pool", "-period_start"]

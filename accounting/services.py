@@ -40,6 +40,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils.text import get_valid_filename
 
 from accounting.coverage import import_stale_reason
+from accounting.imports.as_of import fallback_as_of, note_as_of, store_as_of
 from accounting.imports.rows import (
     MAX_ISSUES,
     ClusterContext,
@@ -51,6 +52,8 @@ from accounting.imports.rows import (
     cluster_context,
     usage_rows,
 )
+from accounting.imports.teams import TeamCheck, upload_refusal
+from accounting.imports.upload_check import upload_layout_problem
 from accounting.imports.writers import usage_writer
 from accounting.models import ImportJob, ImportKind
 from accounting.parsing import (
@@ -69,7 +72,9 @@ from accounting.signals import usage_imported
 from core.faults import injected_pause
 from core.jobs import lifecycle as jobs
 from core.jobs.dispatch import send_or_defer
+from core.jobs.limits import check_open_jobs
 from core.jobs.status import JobStatus
+from core.retention.files import expired_file
 from core.uploads.archive import UnsafeArchive, check_xlsx_archive
 from inventory.models import Cluster
 
@@ -105,7 +110,7 @@ def _usage_chunks(
         "partition_models": context.partition_models,
         "default_model": context.default_model,
         "timezone": job.timezone,
-        "as_of": job.exported_at,
+        "as_of": fallback_as_of(job),
         "chunk_lines": CHUNK_LINES,
         "max_errors": MAX_ISSUES,
         "progress": on_block,
@@ -200,9 +205,11 @@ def _import_usage(
     )
     unknown_gres: set[str] = set()
     gpu_partitions = set(context.pool_by_partition)
+    teams = TeamCheck.for_job(job)  # the creator's teams now: no other team's usage
     for chunk in prefetched(_usage_chunks(job, source, context, on_block, stats)):
         gpu_partitions.update(chunk["partition"].dropna().unique())
         issues = cluster_names.issues(chunk["cluster"], chunk["source_line"].to_numpy())
+        issues += teams.issues(chunk) if teams is not None else []
         rows, too_long = usage_rows(chunk, context, job.pk)
         if issues or too_long:
             raise UsageValidationError(issues + too_long)
@@ -225,6 +232,7 @@ def _import_usage(
     counts.records_created = writer.created
     counts.records_updated = writer.updated
     counts.records_unchanged = writer.unchanged
+    note_as_of(job, stats.as_of, counts)
     if isinstance(stats, SacctStats):
         from accounting.imports.summary import gpu_source_warnings, skip_warnings, skipped_lines
 
@@ -263,13 +271,14 @@ def import_file(
     context = cluster_context(job.cluster)
     counts = ImportCounts()
     with transaction.atomic():
-        list(Cluster.objects.select_for_update().filter(pk=job.cluster_id).values_list("pk"))
+        list(Cluster.all_objects.select_for_update().filter(pk=job.cluster_id).values_list("pk"))
         if job.kind == ImportKind.SREPORT:
             from accounting.imports.sreport import import_sreport
 
             import_sreport(job, source, context, counts, progress)
         else:
             _import_usage(job, source, context, counts, progress)
+            store_as_of(job, counts)
         if counts.records_created or counts.records_updated:
             # Analyses of this cluster now have new measured inputs: say which.
             usage_imported.send(
@@ -294,6 +303,12 @@ def _validate_timezone(name: str, errors: dict[str, str]) -> None:
         errors["timezone"] = f'Unknown time zone "{name}"; use an IANA name such as UTC.'
 
 
+def _refuse_when_busy(user) -> None:
+    """A user with too many imports in flight is refused (429) before the file is looked at."""
+    limit = settings.FLEETWISE_MAX_OPEN_IMPORTS_PER_USER
+    check_open_jobs(ImportJob, "created_by", user, limit=limit, what="usage import")
+
+
 @transaction.atomic
 def create_import_job(
     *,
@@ -310,11 +325,10 @@ def create_import_job(
     user=None,
     queue: bool = True,
 ) -> ImportJob:
-    """Record an import (an uploaded file, or a path for the command) and queue its run.
-
+    """Record an import (an uploaded file, or a path for the command) and queue its run;
     ``parse_options`` (columns, columns_preset, delimiter, time_unit) are checked by
-    :func:`accounting.parsing.layouts.layout_options`.
-    """
+    :func:`accounting.parsing.layouts.layout_options`. JobLimitReached: the user is busy."""
+    _refuse_when_busy(user)
     errors: dict[str, str] = {}
     try:
         layout = layout_options(kind, **(parse_options or {}))
@@ -343,6 +357,11 @@ def create_import_job(
         errors["report_period_end"] = "Give both ends of the report period, or neither."
     elif report_period_start and report_period_end and report_period_end <= report_period_start:
         errors["report_period_end"] = "The report period must end after it starts."
+    if not errors and upload is not None:
+        # Kind, layout, delimiter and header: answered now, not by the worker (a 400).
+        period_given = report_period_start is not None
+        if refused := upload_layout_problem(upload, kind, layout, period_given=period_given):
+            errors["file"] = refused
     if errors:
         raise ImportInputError(errors)
     job = ImportJob(
@@ -358,6 +377,7 @@ def create_import_job(
         created_by=user if user is not None and user.is_authenticated else None,
     )
     if upload is not None:
+        _refuse_other_teams(job, upload)
         # A fresh, safe name: the user's file name only survives as a readable suffix.
         try:
             safe_name = get_valid_filename(os.path.basename(job.source_name))[-80:]
@@ -370,6 +390,18 @@ def create_import_job(
     return job
 
 
+def _refuse_other_teams(job: ImportJob, upload) -> None:
+    """A team-scoped creator's file may hold only their teams' usage (400 naming the others)."""
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        stats = SacctStats() if job.kind == ImportKind.SACCT else TableStats()
+        return _usage_chunks(job, upload, cluster_context(job.cluster), lambda _: None, stats)
+
+    refusal = upload_refusal(job, upload, chunks)
+    if refusal:
+        raise ImportInputError({"file": refusal})
+
+
 def _queue(job: ImportJob) -> None:
     # After commit; a broker outage leaves it queued and marked, sent when the broker is back.
     send_or_defer(job)
@@ -380,6 +412,9 @@ def retry_import(job: ImportJob) -> ImportJob:
     """Run a failed (or stuck) import again under a new run_id; its file is kept."""
     job = ImportJob.objects.select_for_update().get(pk=job.pk)
     if not job.file:
+        expired = expired_file(job, "file")
+        if expired is not None:  # the retention task deleted it (core.retention)
+            raise ImportInputError({"file": f"{expired.message} Upload it again."})
         raise ImportInputError({"file": "This import came from the command line; run it again."})
     job.issues = []
     return jobs.queue(job)

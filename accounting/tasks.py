@@ -9,7 +9,8 @@ from celery import shared_task
 from accounting import services
 from accounting.models import ImportJob
 from core.jobs import lifecycle as jobs
-from core.jobs.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
+from core.jobs.recovery import DURABLE_TASK_OPTIONS, heartbeat
+from core.jobs.transient import raise_if_transient
 
 logger = logging.getLogger(__name__)
 
@@ -21,9 +22,10 @@ def run_import(import_job_id: int, run_id: str) -> dict:
         # While it beats, core.jobs.recovery leaves the import alone; killed, it is re-sent.
         with heartbeat(ImportJob, import_job_id, run_id):
             return services.run_import_job(import_job_id, run_id)
-    except TRANSIENT:
-        raise  # Celery retries these; the rolled-back run re-imports the whole file
     except Exception as exc:
+        # Celery retries a transient one (a raw psycopg COPY error too); the rolled-back
+        # run re-imports the whole file under the same run id, so it lands once.
+        raise_if_transient(exc)
         logger.exception("usage import %s run %s failed", import_job_id, run_id)
         services.fail(import_job_id, run_id, f"{type(exc).__name__}: {exc}")
         return {"failed": str(exc)}
@@ -56,9 +58,8 @@ def run_rollup_refresh(refresh_id: int, run_id: str) -> dict:
     try:
         with heartbeat(RollupRefresh, refresh_id, run_id):
             counts = refresh(job.cluster_ids)
-    except TRANSIENT:
-        raise  # Celery retries; the refresh is a full rebuild, so a rerun is harmless
     except Exception as exc:
+        raise_if_transient(exc)  # Celery retries; a full rebuild is harmless twice
         logger.exception("rollup refresh %s failed", refresh_id)
         jobs.fail(RollupRefresh, refresh_id, run_id, f"{type(exc).__name__}: {exc}")
         return {"failed": str(exc)}

@@ -13,42 +13,59 @@ from typing import IO, Any
 import pandas as pd
 
 from accounting import services
-from accounting.imports.rows import ImportInputError, cluster_context, gres_aliases
+from accounting.imports.as_of import as_of_text, note_as_of
+from accounting.imports.rows import ImportCounts, cluster_context, gres_aliases
 from accounting.imports.summary import skipped_lines
 from accounting.models import ImportJob, ImportKind
-from accounting.parsing import SacctStats, TableStats, UsageValidationError
+from accounting.parsing import (
+    SacctStats,
+    SreportStats,
+    TableStats,
+    UsageValidationError,
+    iter_sreport_chunks,
+)
 from accounting.parsing.aliases import card_family, normalize_gres_type
+from accounting.parsing.sreport_header import ACCOUNT_UTILIZATION
 from inventory.models import NodeGroup, Pool
 
 MAX_PREVIEW_ROWS = 50
 
 
 def preview_usage(job: ImportJob, source: str | IO[bytes]) -> dict[str, Any]:
-    """Preview of an unsaved import job's file (sacct, CSV or XLSX)."""
+    """Preview of an unsaved import job's file (sacct, sreport, CSV or XLSX)."""
     if job.kind == ImportKind.SREPORT:
-        raise ImportInputError({"kind": "Preview reads job files: sacct, CSV or XLSX."})
+        return _preview_sreport(job, source, cluster_context(job.cluster))
     context = cluster_context(job.cluster)
     stats: SacctStats | TableStats = SacctStats() if job.kind == ImportKind.SACCT else TableStats()
     # Each chunk is folded into the running groups, so memory follows the groups, not the file.
     usage = _grouped(None)
     starts: list[pd.Timestamp] = []
     ends: list[pd.Timestamp] = []
+    running = 0
     try:
         for chunk in services._usage_chunks(job, source, context, lambda _: None, stats):
             usage = _grouped(pd.concat([usage, _grouped(chunk)], ignore_index=True))
             starts.append(chunk["start"].min())
-            ends.append(chunk["end"].max())
+            ends.append(_held_until(chunk).max())
+            running += int((chunk["state"].astype("object") == "running").sum())
     except UsageValidationError as exc:
         return {"valid": False, "issues": [str(issue) for issue in exc.issues]}
     first_start = pd.Series(starts, dtype="datetime64[us, UTC]").min()
     last_end = pd.Series(ends, dtype="datetime64[us, UTC]").max()
     partitions = set(usage["partition"]) | set(context.pool_by_partition)
+    counts = ImportCounts()
+    note_as_of(job, stats.as_of, counts)
     return {
         "valid": True,
         "records": int(usage["records"].sum()),
+        "running": running,
         "card_hours": float(usage["card_hours"].sum()),
         "first_start": _iso(first_start),
         "last_end": _iso(last_end),
+        "as_of": _iso(counts.as_of),
+        "as_of_source": counts.as_of_source,
+        "as_of_text": as_of_text(counts.as_of, counts.as_of_source),
+        "warnings": counts.warnings,
         "cards": _cards(usage, context),
         "partitions": _partitions(usage, context),
         "teams": _teams(usage),
@@ -57,6 +74,65 @@ def preview_usage(job: ImportJob, source: str | IO[bytes]) -> dict[str, Any]:
 
 
 GROUP_KEYS = ["gres_type", "accelerator_model", "partition", "account"]
+SREPORT_FIGURES = (
+    "allocated_card_hours",
+    "down_card_hours",
+    "planned_down_card_hours",
+    "idle_card_hours",
+    "planned_card_hours",
+    "reported_card_hours",
+)
+
+
+def _preview_sreport(job: ImportJob, source: str | IO[bytes], context) -> dict[str, Any]:
+    """An sreport file read as the import reads it: its report, period and figures per TRES
+    (cluster utilization) or per team (AccountUtilizationByUser)."""
+    stats = SreportStats()
+    options = job.parse_options or {}
+    try:
+        frames = list(
+            iter_sreport_chunks(
+                source,
+                columns=options.get("columns"),
+                time_unit=options.get("time_unit"),
+                period_start=job.report_period_start,
+                period_end=job.report_period_end,
+                aliases=context.aliases,
+                timezone=job.timezone,
+                stats=stats,
+            )
+        )
+    except UsageValidationError as exc:
+        return {"valid": False, "issues": [str(issue) for issue in exc.issues]}
+    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    teams = stats.report == ACCOUNT_UTILIZATION
+    figure = "used_card_hours" if teams else "allocated_card_hours"
+    return {
+        "valid": True,
+        "report": stats.report,
+        "time_unit": stats.time_unit,
+        "records": len(rows),
+        "card_hours": float(rows[figure].sum()) if len(rows) else 0.0,
+        "first_start": _iso(rows["period_start"].min()) if len(rows) else None,
+        "last_end": _iso(rows["period_end"].max()) if len(rows) else None,
+        "tres": [] if teams or rows.empty else _tres_rows(rows),
+        "teams": _teams(rows.assign(records=1, card_hours=rows[figure])) if teams else [],
+        "cards": [],
+        "partitions": [],
+        "skipped": [],
+        "warnings": stats.warnings,
+    }
+
+
+def _tres_rows(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    sums = rows.groupby("tres_name")[list(SREPORT_FIGURES)].sum()
+    return [{"tres_name": name, **row.to_dict()} for name, row in sums.iterrows()]
+
+
+def _held_until(chunk: pd.DataFrame) -> pd.Series:
+    """Each record's end; a running one's is as far as it counts (its start + duration_h)."""
+    held = chunk["start"] + pd.to_timedelta(chunk["duration_h"], unit="h")
+    return chunk["end"].fillna(held)
 
 
 def _grouped(frame: pd.DataFrame | None) -> pd.DataFrame:

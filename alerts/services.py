@@ -16,8 +16,10 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.utils import timezone
 
+from alerts.authorization import deliverable
 from alerts.metrics import Reading, read
 from alerts.models import MONEY_METRICS, AlertEvent, AlertRule, Direction, RuleState
+from engine.text import one_line
 
 logger = logging.getLogger(__name__)
 MAIL_ERRORS = (smtplib.SMTPException, OSError)
@@ -88,22 +90,31 @@ def evaluate_all(now: dt.datetime | None = None) -> int:
 
 
 def notify(event_id: int) -> bool:
-    """E-mail an event to its rule's recipients once (through the report mailer's settings)."""
+    """E-mail an event once to those of its rule's recipients who may see the rule now
+    (`alerts.authorization.deliverable`); the others are named in ``notify_error``."""
     event = AlertEvent.objects.select_related("rule").filter(pk=event_id).first()
     if event is None or event.notified_at is not None or not event.rule.recipients:
         return False
+    recipients = deliverable(event.rule)
+    withheld = "Withheld from " + "; ".join(recipients.withheld) if recipients.withheld else ""
+    if not recipients.allowed:
+        AlertEvent.objects.filter(pk=event_id).update(notify_error=withheld[:500])
+        return False
     message = EmailMessage(
-        subject=f"[Fleetwise alert] {event.message}"[:250],
+        # One line whatever the rule's name holds: a line break in a header fails the send.
+        subject=one_line(f"[Fleetwise alert] {event.message}", 250),
         body=_body(event),
         from_email=settings.DEFAULT_FROM_EMAIL,
-        to=event.rule.recipients,
+        to=list(recipients.allowed),
     )
     try:
         message.send(fail_silently=False)
-    except MAIL_ERRORS as exc:
+    except (*MAIL_ERRORS, ValueError) as exc:  # ValueError: a message Django cannot write
         AlertEvent.objects.filter(pk=event_id).update(notify_error=f"{type(exc).__name__}: {exc}")
         return False
-    AlertEvent.objects.filter(pk=event_id).update(notified_at=timezone.now(), notify_error="")
+    AlertEvent.objects.filter(pk=event_id).update(
+        notified_at=timezone.now(), notify_error=withheld[:500]
+    )
     return True
 
 

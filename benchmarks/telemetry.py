@@ -123,6 +123,7 @@ def synthetic_jobs(tz: str) -> pd.DataFrame:
 
 
 def run(url: str, n_days: int = DAYS) -> dict:
+    from core.outbound import OutboundPolicy
     from telemetry.fetch import fetch_prometheus
     from telemetry.prometheus import PrometheusClient
 
@@ -131,7 +132,11 @@ def run(url: str, n_days: int = DAYS) -> dict:
     source = SimpleNamespace(scrape_interval_s=60, step_s=STEP_S, label_selector="")
     # Each point of the 300 s host series averages five 60 s samples (promql.host_queries).
     jobs = synthetic_jobs(tz)
-    client = PrometheusClient(url, timeout_s=120)
+    # The stand-in listens on loopback, which the outbound policy allows only when told.
+    client = PrometheusClient(
+        url, timeout_s=120, policy=OutboundPolicy(allow_loopback=True),
+        max_response_bytes=128 * 2**20,
+    )  # fmt: skip
     started = time.perf_counter()
     telemetry = fetch_prometheus(client, days, tz, source, jobs)
     seconds = time.perf_counter() - started

@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from config.health import healthz
+from config.health import healthz, healthz_worker
 
 
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -16,6 +16,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz/", healthz, name="healthz"),
+    path("healthz/worker/", healthz_worker, name="healthz-worker"),
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api")),

@@ -1,9 +1,10 @@
-"""Secrets out of access logs: export-link tokens in paths and token-like query parameters.
+"""Secrets out of logs: export-link tokens in paths, token-like query parameters, credentials
+in URLs.
 
 An export link (`/api/v1/export/<token>/`) is a bearer credential, and access logs are read
 by more people than the admins (docs/deployment.md). Used by the Django log filter below
-(runserver's `django.server`, `django.request`) and by gunicorn's access logger
-(`platform/gunicorn.conf.py`).
+(runserver's `django.server`, `django.request`, and the console handler every app logger
+writes through) and by gunicorn's access logger (`platform/gunicorn.conf.py`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import logging
 import re
 
 REDACTED = "[redacted]"
-# The export link's path part, and query parameters that carry credentials.
+# The export link's path part, query parameters that carry credentials, and the user:password
+# of a URL (an outbound source's, e.g. a Prometheus URL saved before they were refused).
 _PATTERNS = (
     re.compile(r"(/api/v1/export/)[^/\s?#\"]+"),
     re.compile(r"((?:^|[?&;])(?:token|key|api_key|access_token|auth)=)[^&;\s#\"]*", re.I),
+    re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s?#@\"']+(?=@)", re.I),
 )
 # Request headers that are credentials whatever their content.
 SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})

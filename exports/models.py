@@ -90,6 +90,12 @@ class ExportJob(DurableJob):
     rows_written = models.PositiveIntegerField(default=0)
     file = models.FileField(upload_to="exports/%Y/%m/", blank=True)
     size_bytes = models.PositiveBigIntegerField(default=0)
+    built_for_teams = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The teams whose rows the file could hold (its owner's when built); "
+        "empty: every team. A download needs them all.",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -15,12 +15,16 @@ from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.core.files.base import ContentFile
+from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, HttpResponseBase, QueryDict
 from django.urls import Resolver404, resolve
 from django.utils import timezone
+from rest_framework.exceptions import APIException
 
+from access.scoping import team_allowed, visible_teams
 from core.jobs import lifecycle as jobs
+from core.jobs.limits import check_open_jobs
 from core.jobs.status import JobStatus
 from core.tabular.columns import ROWS_HEADER, write_xlsx
 from core.tabular.exporting import TabularListMixin
@@ -49,6 +53,15 @@ class ExportInputError(Exception):
     def __init__(self, errors: dict[str, list[str]]):
         super().__init__(errors)
         self.errors = errors
+
+
+class ExportForbidden(ExportInputError):
+    """The user may not read what the export would hold: a 403 in the API, an error on the
+    ``url`` field of a form."""
+
+    def __init__(self, detail: str):
+        super().__init__({"url": [detail]})
+        self.detail = detail
 
 
 class TokenRefused(Exception):
@@ -82,7 +95,17 @@ def normalize_scope(url: str) -> tuple[str, str]:
     pairs = [
         (key, value) for key in sorted(params) if key != "format" for value in params.getlist(key)
     ]
-    return path, urlencode(pairs)
+    return path, _within_stored_length(path, urlencode(pairs))
+
+
+def _within_stored_length(path: str, query: str) -> str:
+    """A 400 for a scope longer than its columns hold (PostgreSQL refused it with a 500)."""
+    for part, text in (("path", path), ("query", query)):
+        most = ExportToken._meta.get_field(part).max_length
+        if len(text) > most:
+            message = f"The link's {part} is {len(text)} characters long; at most {most}."
+            raise ExportInputError({"url": [message]})
+    return query
 
 
 # -- running a scoped query as a user ---------------------------------------------------------
@@ -122,6 +145,58 @@ def run_scoped(user, path: str, query: str, fmt: str, base: HttpRequest | None =
     return response
 
 
+# -- who may export what -----------------------------------------------------------------------
+
+# Query parameters that pick one team's rows (the usage ``team`` filter, the reports' ``team``).
+TEAM_PARAMETERS = ("team", "account")
+
+
+def check_readable(user, path: str, query: str) -> None:
+    """Raise :class:`ExportForbidden` unless ``user`` may read ``path`` now: its view's role
+    check passes, and the query names no team the user may not see. The rows themselves are
+    scoped when the export runs, as the user (``run_scoped``)."""
+    try:
+        _checked_view(user, path, query)
+    except APIException as exc:
+        raise ExportForbidden(f"{path}: {exc.detail}") from exc
+    params = QueryDict(query)
+    teams = visible_teams(user)
+    named = {value for key in TEAM_PARAMETERS for value in params.getlist(key)}
+    hidden = sorted(team for team in named if not team_allowed(team, teams))
+    if hidden:
+        raise ExportForbidden(f"{user} may not see team {', '.join(hidden)}.")
+
+
+def _checked_view(user, path: str, query: str) -> None:
+    """Set up the view at ``path`` for a GET by ``user`` and run its permission checks."""
+    match = resolve(path)
+    view_class = match.func.cls
+    view = view_class(**getattr(match.func, "initkwargs", {}))
+    actions = getattr(match.func, "actions", None)
+    if actions:
+        view.action_map = actions
+    view.args, view.kwargs, view.format_kwarg = match.args, match.kwargs, None
+    request = view.initialize_request(scoped_request(user, path, query, "json"))
+    view.request = request
+    view.perform_authentication(request)
+    view.check_permissions(request)
+
+
+def may_download(user, job: ExportJob) -> str:
+    """Why ``user`` may not download ``job``'s file now ("" when they may): they may still
+    read its path, and see every team the file was built with."""
+    try:
+        check_readable(user, job.path, job.query)
+    except ExportForbidden as exc:
+        return exc.detail
+    teams = visible_teams(user)
+    built = None if job.built_for_teams is None else frozenset(job.built_for_teams)
+    if teams is None or (built is not None and built <= teams):
+        return ""
+    hidden = "every team" if built is None else "team " + ", ".join(sorted(built - teams))
+    return f"This file holds rows of {hidden}, which {user} may not see."
+
+
 # -- tokens -----------------------------------------------------------------------------------
 
 
@@ -130,6 +205,7 @@ def create_token(
 ) -> tuple[ExportToken, str]:
     """A new token for one query; returns it and the clear token (shown once, never stored)."""
     path, query = normalize_scope(url)
+    check_readable(owner, path, query)
     clear = secrets.token_urlsafe(32)
     token = ExportToken.objects.create(
         owner=owner,
@@ -203,9 +279,14 @@ def fetch_with_token(clear: str, request: HttpRequest):
 # -- background XLSX jobs ---------------------------------------------------------------------
 
 
+@transaction.atomic
 def create_job(*, owner, url: str) -> ExportJob:
-    """Save the export queued and send it after commit (deferred while the broker is down)."""
+    """Save the export queued and send it after commit (deferred while the broker is down);
+    :class:`~core.jobs.limits.JobLimitReached` when the owner has too many in flight."""
     path, query = normalize_scope(url)
+    limit = settings.FLEETWISE_MAX_OPEN_EXPORTS_PER_USER
+    check_open_jobs(ExportJob, "owner", owner, limit=limit, what="background export")
+    check_readable(owner, path, query)
     job = ExportJob(owner=owner, path=path, query=query)
     return jobs.queue(job, new_run=False)
 
@@ -245,6 +326,7 @@ def build_xlsx(job_id: int, run_id: str | None = None) -> ExportJob:
     run_id = run_id or str(job.run_id)
     if job.status == JobStatus.SUCCEEDED or not jobs.mark_running(ExportJob, job.pk, run_id):
         return job
+    built = _teams_list(job.owner)  # before the rows are read: what the file may hold
     try:
         content = _xlsx_bytes(job)
     except Exception as exc:  # the job records why and the worker moves on
@@ -254,10 +336,18 @@ def build_xlsx(job_id: int, run_id: str | None = None) -> ExportJob:
         return job
     name = job.file.field.generate_filename(job, f"export-{job.pk}.xlsx")
     name = job.file.storage.save(name, ContentFile(content))
-    if not jobs.finish(ExportJob, job.pk, run_id, file=name, size_bytes=len(content)):
+    if not jobs.finish(
+        ExportJob, job.pk, run_id, file=name, size_bytes=len(content), built_for_teams=built
+    ):
         job.file.storage.delete(name)  # a newer run owns the job now
     job.refresh_from_db()
     return job
+
+
+def _teams_list(user) -> list[str] | None:
+    """The teams ``user`` sees, as stored on a built file (None: every team)."""
+    teams = visible_teams(user)
+    return None if teams is None else sorted(teams)
 
 
 def _xlsx_bytes(job: ExportJob) -> bytes:

@@ -13,7 +13,9 @@ from typing import Any
 from django import forms
 
 from core.bounds import WithinLimit
+from core.text import validate_name
 from engine.limits import limit, range_error
+from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from inventory.models import AcceleratorModel, Pool, Site
 from planner.plans import DEFAULT_HISTORY_DAYS, model_spec_errors
 
@@ -101,7 +103,7 @@ class PoolChoiceField(forms.ModelMultipleChoiceField):
 
 
 class PlanForm(forms.Form):
-    name = forms.CharField(max_length=200, initial="New plan")
+    name = forms.CharField(max_length=200, initial="New plan", validators=[validate_name])
     # The training goal
     params_billions = forms.FloatField(
         label="Parameters (billions)",
@@ -248,6 +250,23 @@ class PlanForm(forms.Form):
         help_text="Existing pools use the utilization, effective time and MFU measured over "
         "this many days; 0: modeled only.",
     )
+    site_kind = forms.ChoiceField(
+        label="Failures and checkpoints",
+        choices=[
+            (
+                "production",
+                f"{PRESET_LABELS['production']}: asynchronous checkpoints, "
+                "automated restarts (Llama 3, ByteDance figures)",
+            ),
+            (
+                "research",
+                f"{PRESET_LABELS['research']}: Meta's research-cluster failure rate and restarts",
+            ),
+        ],
+        initial=RELIABILITY_PRESETS[0],
+        required=False,
+        help_text="The effective time (ETTR) of options without measured usage.",
+    )
     cost_basis = forms.ChoiceField(
         label="Price new cards by",
         choices=[("rental", "Catalog rental price"), ("purchase", "Catalog list price")],
@@ -298,7 +317,7 @@ class PlanForm(forms.Form):
         return self.section(SHAPE_FIELDS)
 
     def option_fields(self):
-        return self.section(("cards", "deadline_days", "history_days", "cost_basis"))
+        return self.section(("cards", "deadline_days", "history_days", "site_kind", "cost_basis"))
 
     def lever_fields(self):
         return self.section(self.LEVER_FIELDS)
@@ -383,6 +402,7 @@ class PlanForm(forms.Form):
         spec: dict[str, Any] = {
             "history_days": data["history_days"],
             "cost_basis": data["cost_basis"],
+            "site_kind": data.get("site_kind") or RELIABILITY_PRESETS[0],
         }
         accelerators = [a.pk for a in data["accelerators"]]
         if accelerators:

@@ -72,10 +72,11 @@ class UsageImportForm(forms.Form):
         help_text="IANA name the scheduler printed its times in, such as UTC or Europe/Berlin.",
     )
     exported_at = forms.DateTimeField(
-        label="Exported at",
+        label="As of",
         required=False,
         widget=DATETIME_INPUT,
-        help_text="When the file was exported: measures jobs still running (server time zone).",
+        help_text="When the file was exported, if it holds no time of its own (its latest time "
+        "comes first, the upload time last); running jobs count up to it (server time zone).",
     )
     report_period_start = forms.DateTimeField(
         label="Report period from",

@@ -18,6 +18,7 @@ from frontend.forms import ImportUploadForm
 from inventory.imports import (
     CREATE,
     KINDS,
+    MAX_UPLOAD_BYTES,
     UNCHANGED,
     UPDATE,
     ImportFileError,
@@ -70,6 +71,7 @@ class ImportIndexView(PlannerRequiredMixin, TemplateView):
 class ImportUploadView(PlannerRequiredMixin, ImportKindMixin, FormView):
     template_name = "frontend/imports/upload.html"
     form_class = ImportUploadForm
+    max_upload_bytes = MAX_UPLOAD_BYTES  # a larger body is a 413, unread (core.upload_limits)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

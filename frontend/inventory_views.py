@@ -26,6 +26,7 @@ from frontend import filters
 from frontend.forms import OPENED_VERSION, add_opened_version
 from frontend.forms_serving import ServingLoadForm
 from frontend.templatetags.fleetwise_ui import detail_url_of
+from inventory import deletion
 from inventory.forms import (
     AcceleratorModelForm,
     ClusterForm,
@@ -34,7 +35,15 @@ from inventory.forms import (
     SiteForm,
 )
 from inventory.imports import KINDS
-from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, PoolPurpose, Site
+from inventory.models import (
+    AcceleratorModel,
+    Cluster,
+    NodeGroup,
+    Pool,
+    PoolPurpose,
+    Site,
+    SoftDeletable,
+)
 from inventory.selectors import (
     cluster_totals_prefetched,
     clusters_with_pools,
@@ -534,18 +543,35 @@ class InventoryDeleteView(InventoryContextMixin, PlannerRequiredMixin, DeleteVie
             for model, objs in collector.model_objs.items()
             if model is not self.model and objs
         ]
+        measured = isinstance(self.object, SoftDeletable) and deletion.measured_data(self.object)
+        if measured:  # a soft delete, confirmed by a box that names the records
+            context["measured"] = measured
+            context["confirm_value"] = deletion.CONFIRM_USAGE
+            context["kept_until"] = deletion.kept_until(self.object)
         return context
 
     def form_valid(self, form):
         label = str(self.object)
+        soft = False
         try:
-            self.object.delete()
+            if isinstance(self.object, SoftDeletable):  # inventory.deletion
+                confirm = self.request.POST.get("confirm")
+                soft = deletion.delete(self.object, user=self.request.user, confirm=confirm)
+            else:
+                self.object.delete()
+        except deletion.ConfirmationNeeded as exc:
+            context = self.get_context_data(confirm_error=exc.message)
+            return self.render_to_response(context, status=400)
         except ProtectedError as exc:
             blockers = " and ".join(describe_blockers(exc.protected_objects))
             message = f"“{label}” cannot be deleted while {blockers} depend on it. "
             messages.error(self.request, message + "Delete or change those first.")
             return HttpResponseRedirect(detail_url_of(self.object))
-        messages.success(self.request, f"Deleted {self.model._meta.verbose_name} “{label}”.")
+        done = f"Deleted {self.model._meta.verbose_name} “{label}”."
+        if soft:
+            until = deletion.kept_until(self.object)
+            done += f" It can be restored from its history until {until:%Y-%m-%d}."
+        messages.success(self.request, done)
         return HttpResponseRedirect(self.get_success_url())
 
 

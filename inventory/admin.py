@@ -1,19 +1,22 @@
 from django.contrib import admin
 
+from core.text import SafeNamesAdminMixin
 from inventory.currency import ExchangeRate
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from inventory.selectors import pool_totals, pools_with_node_groups
 
 
 @admin.register(Site)
-class SiteAdmin(admin.ModelAdmin):
+class SiteAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
+    name_fields = ("name", "location")
     list_display = ["name", "location", "cooling_type", "pue", "tariff_per_kwh", "currency"]
     list_filter = ["cooling_type", "currency"]
     search_fields = ["name", "location"]
 
 
 @admin.register(AcceleratorModel)
-class AcceleratorModelAdmin(admin.ModelAdmin):
+class AcceleratorModelAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
+    name_fields = ("name", "vendor")
     list_display = [
         "name",
         "vendor",
@@ -29,7 +32,7 @@ class AcceleratorModelAdmin(admin.ModelAdmin):
     search_fields = ["name", "vendor"]
 
 
-class PoolInline(admin.TabularInline):
+class PoolInline(SafeNamesAdminMixin, admin.TabularInline):
     model = Pool
     extra = 0
     fields = ["name", "purpose", "planned_utilization"]
@@ -37,7 +40,7 @@ class PoolInline(admin.TabularInline):
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "site",
@@ -51,7 +54,7 @@ class ClusterAdmin(admin.ModelAdmin):
     inlines = [PoolInline]
 
 
-class NodeGroupInline(admin.TabularInline):
+class NodeGroupInline(SafeNamesAdminMixin, admin.TabularInline):
     model = NodeGroup
     extra = 1
     fields = ["name", "accelerator", "node_count", "cards_per_node", "mfu"]
@@ -59,7 +62,7 @@ class NodeGroupInline(admin.TabularInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(admin.ModelAdmin):
+class PoolAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
     list_display = ["name", "cluster", "purpose", "card_mix", "total_cards"]
     list_filter = ["purpose", "cluster__site", "cluster"]
     search_fields = ["name", "cluster__name"]
@@ -78,7 +81,7 @@ class PoolAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeGroup)
-class NodeGroupAdmin(admin.ModelAdmin):
+class NodeGroupAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
     list_display = ["name", "pool", "accelerator", "node_count", "cards_per_node"]
     list_filter = ["accelerator", "pool__cluster"]
     list_select_related = ["pool", "accelerator"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from core.parsers import BoundedJSONFormField
+from core.text import SafeNamesFormMixin
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 
 ISO_DATE = forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"})
@@ -28,6 +30,10 @@ FIELD_LABELS = {
     "mfu": "Measured or entered MFU (0 to 1)",
     "default_training_mfu": "Default training MFU (0 to 1)",
 }
+
+
+# The assumption overrides are JSON text: read with the API's bounds (depth, finite numbers).
+JSON_BOXES = {"assumptions": BoundedJSONFormField}
 
 
 def short_textarea() -> forms.Textarea:
@@ -57,11 +63,14 @@ class AssumptionsFormMixin:
         return {} if value in (None, "") else value
 
 
-class SiteForm(AssumptionsFormMixin, forms.ModelForm):
+class SiteForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
+    name_fields = ("name", "location")
+
     class Meta:
         model = Site
         fields = list(Site.EDITABLE_FIELDS)
         labels = FIELD_LABELS
+        field_classes = JSON_BOXES
         widgets = {
             "metered_period_start": ISO_DATE,
             "metered_period_end": ISO_DATE,
@@ -70,7 +79,9 @@ class SiteForm(AssumptionsFormMixin, forms.ModelForm):
         }
 
 
-class AcceleratorModelForm(forms.ModelForm):
+class AcceleratorModelForm(SafeNamesFormMixin, forms.ModelForm):
+    name_fields = ("vendor", "name")
+
     class Meta:
         model = AcceleratorModel
         fields = list(AcceleratorModel.EDITABLE_FIELDS)
@@ -78,11 +89,12 @@ class AcceleratorModelForm(forms.ModelForm):
         widgets = {"source": short_textarea()}
 
 
-class ClusterForm(AssumptionsFormMixin, forms.ModelForm):
+class ClusterForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Cluster
         fields = list(Cluster.EDITABLE_FIELDS)
         labels = FIELD_LABELS
+        field_classes = JSON_BOXES
         widgets = {
             "commissioned_on": ISO_DATE,
             "assumptions": short_textarea(),
@@ -90,11 +102,12 @@ class ClusterForm(AssumptionsFormMixin, forms.ModelForm):
         }
 
 
-class PoolForm(AssumptionsFormMixin, forms.ModelForm):
+class PoolForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Pool
         fields = ["cluster", "name", "purpose", "planned_utilization", "assumptions", "notes"]
         labels = FIELD_LABELS
+        field_classes = JSON_BOXES
         widgets = {"assumptions": short_textarea(), "notes": short_textarea()}
 
     def __init__(self, *args, **kwargs):
@@ -103,7 +116,7 @@ class PoolForm(AssumptionsFormMixin, forms.ModelForm):
         self.fields["cluster"].queryset = clusters_for_choice()
 
 
-class NodeGroupForm(forms.ModelForm):
+class NodeGroupForm(SafeNamesFormMixin, forms.ModelForm):
     """A node group; with `fixed_pool` the pool comes from the page, not from the request."""
 
     pool = PoolChoiceField(queryset=Pool.objects.none())

@@ -12,8 +12,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
+from inventory.deletion import RestoreRefused, announce_restored, check_restorable
 from inventory.forms import FIELD_LABELS
-from inventory.models import Cluster, Pool
+from inventory.models import Cluster, Pool, SoftDeletable
 
 # Set by save(): shown in the history, not something a user reverts.
 UNDIFFED_FIELDS = ("created", "updated", "version")
@@ -89,6 +90,15 @@ class _Shown:
         return str(value)
 
 
+def _type_label(record, previous) -> str:
+    """Created, Changed, Deleted (also a soft delete: ``deleted_at`` set), Restored."""
+    deleted_now = getattr(record, "deleted_at", None) is not None
+    deleted_before = previous is not None and getattr(previous, "deleted_at", None) is not None
+    if record.history_type == "~" and deleted_now != deleted_before:
+        return "Deleted" if deleted_now else "Restored"
+    return TYPE_LABELS.get(record.history_type, record.history_type)
+
+
 def history_entries(model: type[models.Model], pk: int) -> list[HistoryEntry]:
     """Every recorded version of one object, newest first, each diffed against the one before."""
     records = list(
@@ -114,7 +124,7 @@ def history_entries(model: type[models.Model], pk: int) -> list[HistoryEntry]:
         entries.append(
             HistoryEntry(
                 record=record,
-                type_label=TYPE_LABELS.get(record.history_type, record.history_type),
+                type_label=_type_label(record, previous),
                 changes=changes,
                 is_current=False,
             )
@@ -130,14 +140,23 @@ def history_entries(model: type[models.Model], pk: int) -> list[HistoryEntry]:
 def revert_to(record, user) -> models.Model:
     """Restore the object to `record`'s values; the restore is itself a new history entry.
 
-    A deleted object is recreated (its children, if they were deleted with it, are not).
+    A deleted cluster or pool (soft-deleted, inventory.deletion) comes back with its pools,
+    node groups and usage records: a revert always leaves the object live, never deleted.
+    An object deleted for good is recreated (its children, deleted with it, are not).
     Raises RevertRefused when today's rules or another object refuse those values.
     """
     instance = record.instance
     model = type(instance)
-    exists = model.objects.filter(pk=instance.pk).exists()
+    stored = model._base_manager.filter(pk=instance.pk).first()
     # An existing row is updated in place (and keeps its creation time).
-    instance._state.adding = not exists
+    instance._state.adding = stored is None
+    was_deleted = getattr(stored, "deleted_at", None) is not None
+    if isinstance(instance, SoftDeletable):
+        instance.deleted_at = None
+        try:
+            check_restorable(instance)
+        except RestoreRefused as exc:
+            raise RevertRefused(str(exc)) from exc
     try:
         instance.full_clean()
     except ValidationError as exc:
@@ -148,6 +167,8 @@ def revert_to(record, user) -> models.Model:
     try:
         with transaction.atomic():
             instance.save()
+            if was_deleted:
+                announce_restored(instance)
     except IntegrityError as exc:
         raise RevertRefused(f"The database refused the old values ({exc}).") from exc
     return instance

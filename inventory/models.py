@@ -70,6 +70,66 @@ class VersionedModel(models.Model):
         super().save(*args, **kwargs)
 
 
+class LiveClusterManager(models.Manager):
+    """Clusters not (soft-)deleted: what every page, API and analysis reads."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(deleted_at__isnull=True)
+
+
+class LivePoolManager(models.Manager):
+    """Pools neither deleted themselves nor in a deleted cluster."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return (
+            super().get_queryset().filter(deleted_at__isnull=True, cluster__deleted_at__isnull=True)
+        )
+
+
+class LiveNodeGroupManager(models.Manager):
+    """Node groups of live pools in live clusters."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return (
+            super()
+            .get_queryset()
+            .filter(pool__deleted_at__isnull=True, pool__cluster__deleted_at__isnull=True)
+        )
+
+
+class SoftDeletable(models.Model):
+    """Deleting keeps the row (and what hangs off it: usage records, pools …) hidden, so a
+    restore brings it all back; ``inventory.deletion`` purges it after the retention period.
+    ``objects`` hides deleted rows everywhere; ``all_objects`` sees them."""
+
+    deleted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        db_index=True,
+        help_text="When it was deleted; hidden until restored or purged.",
+    )
+    all_objects = models.Manager()
+    # The parent its name is unique under (among live rows), and what a clash says.
+    name_parent: str = ""
+    name_clash_message: str = ""
+
+    class Meta:
+        abstract = True
+
+    def name_clash(self) -> dict[str, str]:
+        """{"name": why} when a live sibling has this name (the database's unique index is
+        partial, so forms and the API check it here to answer 400, never 500)."""
+        parent_id = getattr(self, f"{self.name_parent}_id", None)
+        name = getattr(self, "name", "")
+        if parent_id is None or not name:
+            return {}
+        siblings = type(self).objects.filter(**{f"{self.name_parent}_id": parent_id}, name=name)
+        if siblings.exclude(pk=self.pk).exists():
+            return {"name": self.name_clash_message}
+        return {}
+
+
 class AssumptionsMixin(models.Model):
     """Per-object overrides of the engine's documented defaults (site → cluster → pool)."""
 
@@ -279,8 +339,10 @@ class AcceleratorModel(VersionedModel):
             raise ValidationError(errors)
 
 
-class Cluster(AssumptionsMixin, VersionedModel):
+class Cluster(SoftDeletable, AssumptionsMixin, VersionedModel):
     assumptions_scope = "cluster"
+    name_parent = "site"
+    name_clash_message = "A cluster of this name already exists at this site."
     EDITABLE_FIELDS = (
         "site",
         "name",
@@ -322,10 +384,19 @@ class Cluster(AssumptionsMixin, VersionedModel):
     updated = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()
 
+    objects = LiveClusterManager()
+
     class Meta:
         ordering = ["site__name", "name"]
+        default_manager_name = "objects"
         constraints = [
-            models.UniqueConstraint(fields=["site", "name"], name="cluster_name_unique_per_site")
+            # Among live clusters: a deleted one keeps its name free for a new one.
+            models.UniqueConstraint(
+                fields=["site", "name"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="cluster_name_unique_per_site",
+                violation_error_message="A cluster of this name already exists at this site.",
+            )
         ]
 
     def __str__(self) -> str:
@@ -335,13 +406,15 @@ class Cluster(AssumptionsMixin, VersionedModel):
         errors = self.clean_assumptions()
         if self.capital_cost_per_card is not None and not self.amortization_years:
             errors["amortization_years"] = "Give the amortization period for the capital cost."
-        errors = {**range_errors(self), **errors}
+        errors = {**range_errors(self), **self.name_clash(), **errors}
         if errors:
             raise ValidationError(errors)
 
 
-class Pool(AssumptionsMixin, VersionedModel):
+class Pool(SoftDeletable, AssumptionsMixin, VersionedModel):
     assumptions_scope = "pool"
+    name_parent = "cluster"
+    name_clash_message = "A pool of this name already exists in this cluster."
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=100)
@@ -359,17 +432,25 @@ class Pool(AssumptionsMixin, VersionedModel):
     updated = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()
 
+    objects = LivePoolManager()
+
     class Meta:
         ordering = ["cluster__site__name", "cluster__name", "name"]
+        default_manager_name = "objects"
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "name"], name="pool_name_unique_per_cluster")
+            models.UniqueConstraint(
+                fields=["cluster", "name"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="pool_name_unique_per_cluster",
+                violation_error_message="A pool of this name already exists in this cluster.",
+            )
         ]
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
-        if errors := {**range_errors(self), **self.clean_assumptions()}:
+        if errors := {**range_errors(self), **self.name_clash(), **self.clean_assumptions()}:
             raise ValidationError(errors)
 
 
@@ -393,8 +474,11 @@ class NodeGroup(VersionedModel):
     updated = models.DateTimeField(auto_now=True)
     history = HistoricalRecords()
 
+    objects = LiveNodeGroupManager()
+
     class Meta:
         ordering = ["pool", "name"]
+        default_manager_name = "objects"
         constraints = [
             models.UniqueConstraint(fields=["pool", "name"], name="nodegroup_name_unique_per_pool")
         ]
@@ -423,3 +507,14 @@ class PoolTotalsCheck(DurableJob):
 
     def __str__(self) -> str:
         return f"totals of pool {self.pool_id} ({self.status})"
+
+
+def hidden_cluster_ids() -> models.QuerySet:
+    """Ids of deleted clusters, as a subquery (apps above hide what hangs off them)."""
+    return Cluster.all_objects.filter(deleted_at__isnull=False).values("pk")
+
+
+def hidden_pool_ids() -> models.QuerySet:
+    """Ids of pools that are deleted or in a deleted cluster, as a subquery."""
+    hidden = models.Q(deleted_at__isnull=False) | models.Q(cluster__deleted_at__isnull=False)
+    return Pool.all_objects.filter(hidden).values("pk")

@@ -7,7 +7,8 @@ import logging
 from celery import shared_task
 
 from core.jobs import lifecycle
-from core.jobs.recovery import DURABLE_TASK_OPTIONS, TRANSIENT
+from core.jobs.recovery import DURABLE_TASK_OPTIONS
+from core.jobs.transient import raise_if_transient
 from inventory.models import Pool, PoolTotalsCheck
 from inventory.selectors import pool_totals, pools_with_node_groups
 
@@ -39,8 +40,7 @@ def recompute_pool_totals(check_id: int, run_id: str) -> dict:
     try:
         result = totals_of(check.pool_id)
     except Exception as exc:
-        if isinstance(exc, TRANSIENT):
-            raise  # Celery retries these
+        raise_if_transient(exc)  # Celery retries these
         logger.exception("totals check %s failed", check_id)
         lifecycle.fail(PoolTotalsCheck, check_id, run_id, f"{type(exc).__name__}: {exc}")
         return {"failed": str(exc)}

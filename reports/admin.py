@@ -1,11 +1,13 @@
 from django.contrib import admin
 
 from access.admin_scoping import TeamReportsAdminMixin
+from core.text import SafeNamesAdminMixin
 from reports.models import Report, ReportSchedule
 
 
 @admin.register(ReportSchedule)
-class ReportScheduleAdmin(TeamReportsAdminMixin, admin.ModelAdmin):
+class ReportScheduleAdmin(SafeNamesAdminMixin, TeamReportsAdminMixin, admin.ModelAdmin):
+    name_fields = ("name", "team")
     list_display = ["name", "template", "scope", "frequency", "timezone", "enabled", "next_run_at"]
     list_filter = ["template", "scope", "frequency", "enabled"]
     search_fields = ["name", "team"]

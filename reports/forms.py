@@ -12,7 +12,9 @@ from django.core.validators import validate_email
 from django.utils import timezone
 
 from core.bounds import WithinDates
+from core.text import SafeNamesFormMixin
 from reports import periods
+from reports.authorization import Recipients, check_schedule
 from reports.models import ReportFormat, ReportSchedule
 
 SCHEDULE_FIELDS = (
@@ -48,7 +50,8 @@ def parse_addresses(text: str) -> list[str]:
     return list(dict.fromkeys(addresses))
 
 
-class ScheduleForm(forms.ModelForm):
+class ScheduleForm(SafeNamesFormMixin, forms.ModelForm):
+    name_fields = ("name", "team")
     timezone = forms.ChoiceField(choices=[], help_text="IANA time zone the times are read in.")
     recipient_addresses = forms.CharField(
         label="Other recipients",
@@ -72,8 +75,9 @@ class ScheduleForm(forms.ModelForm):
         widgets = {"recipient_users": forms.SelectMultiple(attrs={"size": 6})}
         labels = {"template": "Content", "recipient_users": "Recipients (users)"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.user = user  # the acting user: scope and recipients are checked for them
         self.fields["timezone"].choices = [(name, name) for name in periods.timezone_names()]
         # The zone in effect is the one selected (not the list's first name when nothing is).
         self.fields["timezone"].initial = self.instance.timezone or settings.TIME_ZONE
@@ -100,13 +104,35 @@ class ScheduleForm(forms.ModelForm):
             cleaned["team"] = ""
         if cleaned.get("frequency") != periods.CRON:
             cleaned["cron_expression"] = ""
+        self._authorize(cleaned)
         return cleaned
+
+    def _authorize(self, cleaned: dict) -> None:
+        if "scope" not in cleaned:
+            return  # the scope itself was refused: nothing to judge yet
+        recipients = Recipients(
+            tuple(cleaned.get("recipient_users") or ()),
+            tuple(cleaned.get("recipient_addresses") or ()),
+        )
+        before = ReportSchedule.objects.filter(pk=self.instance.pk).first()
+        check = check_schedule(
+            self.user,
+            scope=cleaned["scope"],
+            team=cleaned.get("team") or "",
+            recipients=recipients,
+            before=before,
+        )
+        if check.forbidden:
+            self.add_error("team" if cleaned["scope"] == "team" else "scope", check.forbidden)
+        for name, message in check.errors.items():
+            self.add_error(name if name in self.fields else None, message)
 
 
 class RunNowForm(forms.Form):
     day = forms.DateField(
         label="A day inside the period",
         widget=forms.DateInput(attrs={"type": "date"}),
+        validators=[WithinDates()],  # year 9999 or 0001 has no period: its end overflows
         help_text="The report covers the schedule's period (day, week, month, quarter or the "
         "span between cron firings) that holds this day.",
     )

@@ -249,6 +249,11 @@ class Report(models.Model):
     csv_file = models.FileField(upload_to=report_upload_to, blank=True, max_length=300)
     html_file = models.FileField(upload_to=report_upload_to, blank=True, max_length=300)
     recipients = models.JSONField(default=list, blank=True, help_text="Addresses it went to.")
+    withheld_recipients = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Recipients it was not sent to, each with why: they may not see its scope.",
+    )
     error = models.TextField(blank=True, help_text="Why generation or the last delivery failed.")
     delivery_attempts = models.PositiveIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)

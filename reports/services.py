@@ -31,7 +31,9 @@ from django.utils import timezone
 
 from core.faults import injected_pause
 from core.jobs.dispatch import send_or_defer, send_task
+from engine.text import one_line
 from reports import content, periods, render
+from reports.authorization import deliverable, still_deliverable
 from reports.charts import render_charts
 from reports.models import (
     Report,
@@ -48,6 +50,9 @@ STALE_CLAIM = dt.timedelta(minutes=30)
 MAX_CATCH_UP = 3
 # What an SMTP server or the network can throw at a send; anything else is a bug, not retried.
 DELIVERY_ERRORS = (smtplib.SMTPException, OSError)
+# A message Django cannot write (BadHeaderError is a ValueError) fails before any SMTP DATA.
+UNWRITABLE_MESSAGE = (ValueError,)
+SUBJECT_MAX_CHARS = 250
 
 
 # -- schedules ---------------------------------------------------------------------------------
@@ -211,7 +216,9 @@ def generate(report_id: int) -> Outcome:
         for field_name, (extension, data) in files.items():
             getattr(report, field_name).save(f"{stem}.{extension}", ContentFile(data), save=False)
         report.numbers = numbers
-        report.recipients = recipients_of(schedule) if report.deliver else []
+        audience = deliverable(schedule) if report.deliver else None
+        report.recipients = list(audience.allowed) if audience else []
+        report.withheld_recipients = list(audience.withheld) if audience else []
         report.generated_at = timezone.now()
         report.status = ReportStatus.GENERATED
         report.error = ""
@@ -284,7 +291,8 @@ def build_message(report: Report) -> ReportEmail:
     schedule = report.schedule
     formats = schedule.formats
     url = report_url(report)
-    subject = f"{schedule.name}: {report.period_label}"
+    # One line whatever the stored name holds: a line break in a header fails the whole send.
+    subject = one_line(f"{schedule.name}: {report.period_label}", SUBJECT_MAX_CHARS)
     message = ReportEmail(
         subject=subject,
         body=render.render_text(numbers, url),
@@ -317,6 +325,7 @@ def deliver(report_id: int) -> Outcome:
     report = Report.objects.select_related("schedule").filter(pk=report_id).first()
     if report is None:
         return Outcome(False, "missing")
+    _withhold_unseeing(report)
     if not needs_delivery(report):
         return Outcome(False, report.status)
     if not _claim(
@@ -329,18 +338,41 @@ def deliver(report_id: int) -> Outcome:
         status = Report.objects.filter(pk=report_id).values_list("status", flat=True).first()
         return Outcome(False, status or "missing")
     try:
-        build_message(report).send(fail_silently=False)
-    except DELIVERY_ERRORS as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        logger.warning("report %s: delivery failed: %s", report_id, error)
-        Report.objects.filter(pk=report_id, status=ReportStatus.SENDING).update(
-            status=ReportStatus.DELIVERY_FAILED, error=error, claimed_at=None
-        )
-        return Outcome(False, ReportStatus.DELIVERY_FAILED, error)
+        message = build_message(report)
+    except Exception as exc:  # nothing was sent: record why instead of staying "sending"
+        why = f"The e-mail could not be built: {type(exc).__name__}: {exc}"
+        return _delivery_failed(report_id, why)
+    try:
+        message.send(fail_silently=False)
+    except (*DELIVERY_ERRORS, *UNWRITABLE_MESSAGE) as exc:
+        return _delivery_failed(report_id, f"{type(exc).__name__}: {exc}")
     Report.objects.filter(pk=report_id, status=ReportStatus.SENDING).update(
         status=ReportStatus.DELIVERED, delivered_at=timezone.now(), error="", claimed_at=None
     )
     return Outcome(True, ReportStatus.DELIVERED)
+
+
+def _delivery_failed(report_id: int, error: str) -> Outcome:
+    logger.warning("report %s: delivery failed: %s", report_id, error)
+    Report.objects.filter(pk=report_id, status=ReportStatus.SENDING).update(
+        status=ReportStatus.DELIVERY_FAILED, error=error, claimed_at=None
+    )
+    return Outcome(False, ReportStatus.DELIVERY_FAILED, error)
+
+
+def _withhold_unseeing(report: Report) -> None:
+    """Drop the recipients who may no longer see the report (a role or team changed since it
+    was generated), naming them, before anything is sent."""
+    if not report.recipients:
+        return
+    audience = still_deliverable(report.recipients, report.schedule)
+    if not audience.withheld:
+        return
+    report.recipients = list(audience.allowed)
+    report.withheld_recipients = [*report.withheld_recipients, *audience.withheld]
+    Report.objects.filter(pk=report.pk).update(
+        recipients=report.recipients, withheld_recipients=report.withheld_recipients
+    )
 
 
 def retry_delivery(report: Report) -> bool:

@@ -18,7 +18,9 @@ from django.views.decorators.http import require_POST, require_safe
 from access.pages import role_required
 from access.roles import ADMIN, PLANNER, VIEWER, has_role
 from core import timerange
+from core.retention.files import expired_file
 from reports import selectors, services
+from reports.authorization import deliverable
 from reports.forms import ArchivePeriodForm, RunNowForm, ScheduleForm
 from reports.models import ReportFormat, ReportSchedule, ReportStatus
 from reports.render import render_html
@@ -99,12 +101,22 @@ def report_detail(request, pk: int):
     return render(request, "reports/report_detail.html", {"report": report, **_roles(request)})
 
 
+def expired_message(report, file) -> str | None:
+    """Why a report's file is gone when the retention task deleted it (core.retention)."""
+    expired = expired_file(report, file.field.name) if file is not None else None
+    if expired is None:
+        return None
+    return f"{expired.message} The report page still shows its figures."
+
+
 @role_required(read_role=VIEWER)
 @require_safe
 def report_download(request, pk: int, file_format: str):
     report = get_object_or_404(selectors.reports_queryset(request.user), pk=pk)
     file = report.file_for(file_format)
     if not file:
+        if expired := expired_message(report, file):
+            return HttpResponse(expired, status=410, content_type="text/plain; charset=utf-8")
         raise Http404(f"This report has no {file_format} file.")
     filename = file.name.rsplit("/", 1)[-1]
     response = FileResponse(
@@ -152,17 +164,19 @@ def schedule_list(request):
 def schedule_detail(request, pk: int):
     schedule = get_object_or_404(selectors.schedules_queryset(request.user), pk=pk)
     reports = selectors.reports_queryset(request.user).filter(schedule=schedule)[:20]
+    audience = deliverable(schedule)
     context = {
         "schedule": schedule,
         "reports": reports,
-        "recipients": services.recipients_of(schedule),
+        "recipients": audience.allowed,
+        "withheld": audience.withheld,
         **_roles(request),
     }
     return render(request, "reports/schedule_detail.html", context)
 
 
 def _schedule_form(request, instance: ReportSchedule | None):
-    form = ScheduleForm(request.POST or None, instance=instance)
+    form = ScheduleForm(request.POST or None, instance=instance, user=request.user)
     if request.method == "POST" and form.is_valid():
         schedule = form.save(commit=False)
         if schedule.owner_id is None:

@@ -1,12 +1,17 @@
 from django.contrib import admin
 
+from core.outbound import without_credentials
 from telemetry.models import GpuDay, HostPattern, JobDay, PrometheusSource, TelemetryFetch
 
 
 @admin.register(PrometheusSource)
 class PrometheusSourceAdmin(admin.ModelAdmin):
-    list_display = ["cluster", "url", "enabled", "has_token", "scrape_interval_s", "step_s"]
+    list_display = ["cluster", "shown_url", "enabled", "has_token", "scrape_interval_s", "step_s"]
     exclude = ["token_encrypted"]  # set through the API; never shown
+
+    @admin.display(description="URL")
+    def shown_url(self, source: PrometheusSource) -> str:
+        return without_credentials(source.url)
 
 
 @admin.register(HostPattern)

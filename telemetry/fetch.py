@@ -1,4 +1,5 @@
-"""Telemetry of a cluster's days, from Prometheus (server-side aggregation) or a text export.
+"""Telemetry of a cluster's days, from Prometheus (server-side aggregation) or a text export
+(its samples read by telemetry.export_text).
 
 Both give the same two frames (telemetry.rollups): GPU days, and per-host series at the
 source's step. Prometheus is asked one day at a time (bounded answers, progress per day).
@@ -7,7 +8,6 @@ source's step. Prometheus is asked one day at a time (bounded answers, progress 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -17,14 +17,7 @@ import pandas as pd
 from telemetry import promql, rollups
 from telemetry.prometheus import PrometheusClient
 
-# Bounds of one uploaded export: size, samples, series.
-MAX_UPLOAD_BYTES = 256 * 1024 * 1024
-MAX_UPLOAD_SAMPLES = 5_000_000
 LABELS = (promql.HOST_LABEL, promql.GPU_LABEL, promql.UUID_LABEL, promql.MODEL_LABEL)
-
-
-class ExportError(ValueError):
-    """An uploaded export that cannot be used (the message names the line or the limit)."""
 
 
 @dataclass
@@ -101,66 +94,6 @@ def _host_day(client, start_s: int, end_s: int, step_s: int, scrape_s: int, sele
 
 def _host_time_key(codes, t) -> pd.Index:
     return pd.Index(np.asarray(codes, np.int64) * (2**33) + np.asarray(t, np.int64))
-
-
-_HEAD = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?$")
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def _bad_lines(mask, line_numbers: np.ndarray, reason: str) -> None:
-    mask = np.asarray(mask, dtype=bool)
-    if mask.any():
-        first = ", ".join(str(n) for n in line_numbers[mask][:5])
-        raise ExportError(f"Not an OpenMetrics / Prometheus text export: line {first}: {reason}")
-
-
-def _series_table(heads: pd.Index) -> pd.DataFrame:
-    """Each distinct ``name{labels}`` once: its metric name and the four GPU labels."""
-    rows = []
-    for head in heads:
-        match = _HEAD.match(head)
-        if match is None:
-            rows.append((None, *[""] * len(LABELS)))
-            continue
-        labels = dict(_LABEL.findall(match.group("labels") or ""))
-        rows.append((match.group("name"), *(labels.get(name, "") for name in LABELS)))
-    return pd.DataFrame(rows, columns=["metric", *LABELS])
-
-
-def parse_export(text: str) -> pd.DataFrame:
-    """DCGM samples of an OpenMetrics / Prometheus text export, all or nothing: a long frame
-    (metric, Hostname, gpu, UUID, modelName, t, value). Samples need timestamps (seconds in
-    OpenMetrics, milliseconds in the Prometheus text format). Each distinct series is parsed
-    once and the values vectorised: prometheus_client's parser takes ~0.5 ms per sample."""
-    if len(text) > MAX_UPLOAD_BYTES:
-        raise ExportError(f"The export is larger than {MAX_UPLOAD_BYTES // 2**20} MiB.")
-    openmetrics = text.rstrip().endswith("# EOF")
-    lines = pd.Series(text.splitlines(), dtype=object)
-    keep = ~(lines.str.startswith("#") | (lines.str.strip() == "")).to_numpy()
-    numbers = np.flatnonzero(keep) + 1
-    # name{labels} value timestamp: the last two fields split off (labels may hold spaces).
-    parts = lines[keep].str.rsplit(" ", n=2, expand=True).reindex(columns=[0, 1, 2])
-    codes, heads = pd.factorize(parts[0].fillna(""))
-    table = _series_table(pd.Index(heads))
-    _bad_lines(table["metric"].isna().to_numpy()[codes], numbers, "not a sample with a timestamp")
-    # OpenMetrics names counters ..._total; dcgm-exporter's text format does not.
-    table["metric"] = table["metric"].str.removesuffix("_total")
-    wanted = table["metric"].isin(promql.FIELDS).to_numpy()[codes]
-    if wanted.sum() > MAX_UPLOAD_SAMPLES:
-        raise ExportError(f"More than {MAX_UPLOAD_SAMPLES} DCGM samples.")
-    if not wanted.any():
-        raise ExportError("The export holds no DCGM_FI_* samples.")
-    parts, codes, numbers = parts[wanted], codes[wanted], numbers[wanted]
-    values = pd.to_numeric(parts[1], errors="coerce").to_numpy()
-    _bad_lines(np.isnan(values) & (parts[1].str.lower() != "nan"), numbers, "not a number")
-    stamps = pd.to_numeric(parts[2], errors="coerce").to_numpy()
-    _bad_lines(np.isnan(stamps), numbers, "a sample without a timestamp")
-    frame = table.iloc[codes].reset_index(drop=True)
-    frame["t"] = stamps if openmetrics else stamps / 1000.0
-    frame["value"] = values
-    missing = (frame[promql.HOST_LABEL] == "") | (frame[promql.GPU_LABEL] == "")
-    _bad_lines(missing, numbers, "a DCGM sample needs the Hostname and gpu labels")
-    return frame
 
 
 def telemetry_from_samples(

@@ -1,22 +1,33 @@
 """A small client of the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``).
 
-Bounded: a query answering more than ``max_series`` series, or asking more than Prometheus'
-own 11,000 points per series, is refused before anything large is held. Connection errors
-are retried with back-off; what remains is a :class:`PrometheusError` naming the URL.
+Requests go through core.outbound (the address policy, same-origin redirects only, answers
+read in chunks up to FLEETWISE_OUTBOUND_MAX_RESPONSE_BYTES). Bounded: a query answering more
+than ``max_series`` series, or asking more than Prometheus' own 11,000 points per series, is
+refused. Connection errors are retried with back-off; what remains is a
+:class:`PrometheusError` naming the URL (without credentials) and a fixed description: the
+texts Prometheus answers go to the log, never to the fetch a viewer reads.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+
 import numpy as np
 import pandas as pd
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
+from django.conf import settings
+
+from core.outbound import OutboundClient, OutboundError, OutboundPolicy, without_credentials
+
+logger = logging.getLogger(__name__)
 
 # Prometheus refuses range queries above 11,000 points per series.
 MAX_POINTS_PER_SERIES = 11_000
 MAX_SERIES = 50_000  # GPUs (or hosts) of one cluster answered by one query
-MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+# Prometheus' own error types (api/v1): shown by name; its error text is logged only.
+ERROR_TYPES = frozenset(
+    {"bad_data", "timeout", "canceled", "execution", "internal", "unavailable", "not_found"}
+)
 
 
 class PrometheusError(Exception):
@@ -31,54 +42,55 @@ class PrometheusClient:
         timeout_s: float = 30,
         retries: int = 3,
         max_series: int = MAX_SERIES,
+        policy: OutboundPolicy | None = None,
+        max_response_bytes: int | None = None,
     ):
-        self.url = url.rstrip("/")
-        self.timeout_s = timeout_s
+        self.url = without_credentials(url.rstrip("/"))
         self.max_series = max_series
-        self.session = requests.Session()
-        retry = Retry(
-            total=retries,
-            connect=retries,
-            read=retries,
-            backoff_factor=0.5,
-            status_forcelist=(502, 503, 504),
-            allowed_methods=("GET", "POST"),
-        )
-        self.session.mount("http://", HTTPAdapter(max_retries=retry))
-        self.session.mount("https://", HTTPAdapter(max_retries=retry))
-        if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = OutboundClient(
+            url, headers=headers, timeout_s=timeout_s, retries=retries, policy=policy,
+            max_response_bytes=max_response_bytes or settings.FLEETWISE_OUTBOUND_MAX_RESPONSE_BYTES,
+        )  # fmt: skip
 
     def close(self) -> None:
-        self.session.close()
+        self.http.close()
 
     def _get(self, path: str, params: dict) -> dict:
         try:
             # POST: long PromQL stays out of URLs and access logs.
-            response = self.session.post(f"{self.url}{path}", data=params, timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise PrometheusError(
-                f"Prometheus at {self.url} is unreachable: {type(exc).__name__}"
-            ) from exc
-        if len(response.content) > MAX_RESPONSE_BYTES:
-            raise PrometheusError("Prometheus answered more than the allowed response size.")
+            answer = self.http.post_form(path, params)
+        except OutboundError as exc:
+            raise PrometheusError(f"Prometheus at {exc}") from exc
         try:
-            body = response.json()
+            body = json.loads(answer.body)
         except ValueError as exc:
             raise PrometheusError(
-                f"Prometheus at {self.url} answered HTTP {response.status_code}, not JSON "
+                f"Prometheus at {self.url} answered HTTP {answer.status}, not JSON "
                 "(is the URL the Prometheus base URL?)"
             ) from exc
-        if body.get("status") != "success":
-            raise PrometheusError(
-                f"Prometheus refused a query: {body.get('errorType', '')} {body.get('error', '')}"
-            )
-        result = body["data"]["result"]
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise PrometheusError(self._refusal(answer.status, body))
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(result, list):
+            raise PrometheusError(f"Prometheus at {self.url} answered an unexpected shape.")
         if len(result) > self.max_series:
             raise PrometheusError(
                 f"A query answered {len(result)} series, more than the limit of {self.max_series}."
             )
-        return body["data"]
+        return data
+
+    def _refusal(self, status: int, body: object) -> str:
+        """A fixed text with the status and Prometheus' error type; its error text is logged."""
+        fields = body if isinstance(body, dict) else {}
+        error_type = fields.get("errorType")
+        logger.warning(
+            "Prometheus at %s refused a query (HTTP %s, %s): %.300s",
+            self.url, status, error_type, fields.get("error"),
+        )  # fmt: skip
+        kind = f", {error_type}" if error_type in ERROR_TYPES else ""
+        return f"Prometheus at {self.url} refused a query (HTTP {status}{kind})."
 
     def instant(self, query: str, at_s: float) -> pd.DataFrame:
         """One value per series: a frame of its labels and ``value``."""

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
+from core.outbound import OutboundRefused, check_url
+
 # dcgm-exporter metric names (its default counters file; SM_ACTIVE is off by default there).
 TENSOR = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 GR_ENGINE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -48,16 +50,18 @@ def validate_label_selector(value: str) -> None:
 
 
 def validate_prometheus_url(value: str) -> None:
-    """http(s)://host[:port][/prefix]; in-cluster names without dots (``prometheus``) are fine."""
+    """http(s)://host[:port][/prefix] that the outbound policy lets a worker reach
+    (core.outbound: checked here when saved, and again at each request)."""
     parts = urlsplit(value)
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or any(c.isspace() for c in value)
-    ):
-        raise ValidationError("Enter the Prometheus base URL, e.g. http://prometheus:9090.")
     if parts.query or parts.fragment:
         raise ValidationError("The base URL takes no query or fragment.")
+    try:
+        check_url(value)
+    except OutboundRefused as exc:
+        raise ValidationError(
+            f"This URL {exc.description} Enter the Prometheus base URL, e.g. "
+            "https://prometheus.example.org:9090."
+        ) from exc
 
 
 def series(metric: str, selector: str = "") -> str:

@@ -68,8 +68,10 @@ def gpu_days_from_samples(samples: pd.DataFrame, scrape_s: float, tz: str) -> pd
 
 
 def finish_gpu_days(frame: pd.DataFrame, scrape_s: float) -> pd.DataFrame:
-    """Counts to hours, percent to fraction, mJ to kWh; GPUs without engine samples dropped."""
-    frame = frame[frame["samples"].fillna(0) > 0].copy()
+    """Counts to hours, percent to fraction, mJ to kWh; GPUs without engine samples dropped
+    (all of them when Prometheus answered no series: no data, not an error)."""
+    samples = frame["samples"] if "samples" in frame else pd.Series(np.nan, index=frame.index)
+    frame = frame[samples.fillna(0) > 0].assign(samples=samples)
     for column in promql.GAUGES:
         if column not in frame:
             frame[column] = np.nan

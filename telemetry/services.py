@@ -21,7 +21,8 @@ from inventory.models import Cluster
 from planner.services import mark_stale
 from telemetry import jobs, promql, rollups
 from telemetry.clocks import MAX_SM_CLOCK_MHZ, model_matches
-from telemetry.fetch import ExportError, Telemetry, fetch_prometheus, parse_export
+from telemetry.export_text import ExportError, read_export
+from telemetry.fetch import Telemetry, fetch_prometheus
 from telemetry.fetch import telemetry_from_samples as from_samples
 from telemetry.hostlist import HostlistError, expand_hostlist
 from telemetry.models import FetchKind, GpuDay, HostPattern, JobDay, TelemetryFetch
@@ -161,8 +162,8 @@ def collect(fetch: TelemetryFetch, jobs_in: pd.DataFrame, progress) -> Telemetry
     days = period_days(fetch.period_start, fetch.period_end)
     if fetch.kind == FetchKind.UPLOAD:
         with fetch.file.open("rb") as handle:
-            text = handle.read().decode("utf-8", errors="strict")
-        return from_samples(parse_export(text), days, tz, jobs_in)
+            samples = read_export(handle)  # in blocks: memory follows the samples, not the file
+        return from_samples(samples, days, tz, jobs_in)
     source = fetch.cluster.prometheus_source
     client = PrometheusClient(source.url, source.token(), timeout_s=source.timeout_s)
     try:
@@ -252,7 +253,7 @@ def run_fetch(pk: int, run_id: str) -> dict[str, Any]:
         telemetry = collect(fetch, jobs_in, lambda share: jobs.progress(pk, run_id, 0.9 * share))
         gpu_rows, job_rows, warnings = build_rows(fetch, telemetry)
         warnings += job_warnings
-    except (PrometheusError, ExportError, UnicodeDecodeError) as exc:
+    except (PrometheusError, ExportError) as exc:
         jobs.fail(pk, run_id, str(exc))
         return {"failed": str(exc)}
     days = period_days(fetch.period_start, fetch.period_end)

@@ -1,5 +1,5 @@
 """docker-compose.yml is valid (Debian's docker-compose, no engine needed) and complete, and
-publishes gunicorn on loopback only."""
+publishes gunicorn on loopback only; Docker restarts web, worker and beat when they exit."""
 
 import os
 import shutil
@@ -89,3 +89,15 @@ def test_compose_publishes_the_web_port_on_loopback_only():
         host_ip = port.get("host_ip") if isinstance(port, dict) else port.split(":")[0]
         assert host_ip == "127.0.0.1", port
     assert all("ports" not in service for name, service in services.items() if name != "web")
+
+
+def test_compose_restarts_a_process_that_exits():
+    services = resolved_config()["services"]
+    for name in ("postgres", "redis", "web", "worker", "beat"):
+        assert services[name]["restart"] == "unless-stopped", name
+    assert services["migrate"]["restart"] == "no"  # a one-off: done once it succeeded
+
+
+def test_compose_worker_health_needs_a_consuming_worker():
+    check = " ".join(resolved_config()["services"]["worker"]["healthcheck"]["test"])
+    assert "inspect ping" in check and "manage.py worker_health" in check

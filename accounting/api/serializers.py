@@ -21,6 +21,7 @@ from accounting.models import (
 )
 from accounting.parsing import normalize_gres_type
 from core.bounds import WithinDates, date_error
+from core.text import SafeNamesSerializerMixin
 from engine.cost import IDLE_RULES
 from inventory.api.serializers import AcceleratorField
 from inventory.currency import ISO_4217_CODES
@@ -93,6 +94,8 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "size_bytes",
             "timezone",
             "exported_at",
+            "as_of",
+            "as_of_source",
             "report_period_start",
             "report_period_end",
             "status",
@@ -138,8 +141,13 @@ class UsageImportSerializer(serializers.Serializer):
     timezone = serializers.CharField(
         default="UTC", help_text="Zone the scheduler printed times in (IANA name)."
     )
+    as_of = serializers.DateTimeField(
+        required=False,
+        help_text="The export's as-of time, used when the file holds no time of its own (the "
+        "file's latest time comes first, the upload time last); running jobs count up to it.",
+    )
     exported_at = serializers.DateTimeField(
-        required=False, help_text="Export time: measures running jobs that carry no duration."
+        required=False, help_text="The former name of as_of (still read)."
     )
     report_period_start = serializers.DateTimeField(
         required=False, help_text="sreport output without its banner: the report period."
@@ -177,7 +185,8 @@ LAYOUT_FIELDS: tuple[str, ...] = (
 )
 
 
-class GresAliasSerializer(serializers.ModelSerializer):
+class GresAliasSerializer(SafeNamesSerializerMixin, serializers.ModelSerializer):
+    name_fields = ("gres_type",)
     accelerator = AcceleratorField(queryset=AcceleratorModel.objects.all())
     accelerator_name = serializers.CharField(source="accelerator.name", read_only=True)
 
@@ -203,7 +212,8 @@ class GresAliasSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class PartitionMappingSerializer(serializers.ModelSerializer):
+class PartitionMappingSerializer(SafeNamesSerializerMixin, serializers.ModelSerializer):
+    name_fields = ("partition",)
     accelerator = AcceleratorField(
         queryset=AcceleratorModel.objects.all(), required=False, allow_null=True
     )

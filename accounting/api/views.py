@@ -48,6 +48,7 @@ from accounting.filtersets import (
 from accounting.models import GresAlias, ImportJob, PartitionMapping, SreportUtilization
 from accounting.scoping import scope_import_jobs, scope_report
 from core.concurrency import ConditionalUpdateMixin
+from core.jobs.limits import JobLimitReached, too_many_jobs
 from core.tabular.exporting import RowsView, TabularListMixin
 from engine.cost import CostInputError
 from inventory.currency import in_reporting_currency
@@ -94,6 +95,10 @@ class UsageRecordViewSet(
             202: ImportJobSerializer,
             400: OpenApiResponse(description="A form field is missing or invalid."),
             413: OpenApiResponse(UploadTooLargeSerializer, description="The file is too large."),
+            429: OpenApiResponse(
+                description="You have too many imports queued or running; Retry-After says "
+                "when to try again."
+            ),
         },
     )
     @action(
@@ -120,7 +125,7 @@ class UsageRecordViewSet(
                 upload=upload,
                 source_name=upload.name,
                 timezone_name=data["timezone"],
-                exported_at=data.get("exported_at"),
+                exported_at=data.get("as_of") or data.get("exported_at"),
                 report_period_start=data.get("report_period_start"),
                 report_period_end=data.get("report_period_end"),
                 parse_options={name: data.get(name) for name in LAYOUT_FIELDS},
@@ -128,6 +133,8 @@ class UsageRecordViewSet(
             )
         except services.ImportInputError as exc:
             raise ValidationError(exc.errors) from exc
+        except JobLimitReached as exc:
+            return too_many_jobs(exc)
         return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
@@ -182,7 +189,7 @@ def _preview(data: dict[str, Any]) -> Response:
             kind=data["kind"],
             cluster=data["cluster"],
             timezone=data["timezone"],
-            exported_at=data.get("exported_at"),
+            exported_at=data.get("as_of") or data.get("exported_at"),
             parse_options=options,
         )
         return Response(preview_usage(job, data["file"]))

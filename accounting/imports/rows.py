@@ -8,6 +8,7 @@ driven by :mod:`accounting.services`.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,9 @@ class ImportCounts:
     records_skipped: int = 0
     skipped: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The export's as-of time and where it came from (accounting.imports.as_of).
+    as_of: dt.datetime | None = None
+    as_of_source: str = ""
 
 
 # -- lookups -------------------------------------------------------------------------------

@@ -179,7 +179,7 @@ class SqliteUsageWriter(UsageWriter):
         self.changed = 0
 
     def _count(self) -> int:
-        return UsageRecord.objects.filter(cluster_id=self.cluster_id).count()
+        return UsageRecord._base_manager.filter(cluster_id=self.cluster_id).count()
 
     def write(self, rows: pd.DataFrame) -> None:
         if rows.empty:

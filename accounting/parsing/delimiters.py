@@ -160,14 +160,23 @@ class ReplayStream:
         return piece or b""
 
 
-def prepare_stream(stream: Readable, delimiter: str | None) -> tuple[ReplayStream, str, str]:
-    """Peek at the head, settle the delimiter; returns (stream, delimiter, delimiter in stream).
-
-    The delimiter is the one given, else the header line's, else ``|``.
-    """
+def read_head(stream: Readable) -> bytes:
+    """The first :data:`HEAD_BYTES` of ``stream`` as bytes (replayed by the caller)."""
     head = stream.read(HEAD_BYTES)
     if isinstance(head, str):
         head = head.encode("utf-8")
+    return head or b""
+
+
+def prepare_stream(
+    stream: Readable, delimiter: str | None, head: bytes | None = None
+) -> tuple[ReplayStream, str, str]:
+    """Peek at the head, settle the delimiter; returns (stream, delimiter, delimiter in stream).
+
+    The delimiter is the one given, else the header line's, else ``|``. ``head``: the bytes
+    already read from ``stream`` (:func:`read_head`), if any.
+    """
+    head = read_head(stream) if head is None else head
     chosen = delimiter or detect_delimiter(first_line(head or b"")) or DEFAULT_DELIMITER
     replay = ReplayStream(head or b"", stream, chosen)
     in_stream = UNIT_SEPARATOR if replay.pattern is not None else chosen

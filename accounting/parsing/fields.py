@@ -96,6 +96,42 @@ def parse_elapsed_hours(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.nda
     return hours, missing, bad
 
 
+@dataclass
+class Durations:
+    """A job's wall time as sacct printed it: ``Elapsed`` or ``ElapsedRaw`` (seconds)."""
+
+    hours: np.ndarray  # float64, NaN where missing or bad
+    missing: np.ndarray
+    bad: np.ndarray
+    column: str  # the file's column the hours came from ("" when it has neither)
+    hint: str  # what a good value looks like, for the error
+
+
+def job_durations(frame: pd.DataFrame) -> Durations:
+    """Hours from ``Elapsed`` (``[D-]HH:MM:SS``) or, without it, ``ElapsedRaw`` (seconds)."""
+    if "elapsed" in frame:
+        hours, missing, bad = parse_elapsed_hours(frame["elapsed"])
+        return Durations(hours, missing, bad, "Elapsed", "[D-]HH:MM:SS, MM:SS or MM:SS.mmm")
+    if "elapsedraw" in frame:
+        seconds, missing, bad = parse_numbers(frame["elapsedraw"])
+        bad |= (seconds < 0).to_numpy()
+        hours = (seconds / 3600.0).where(~pd.Series(bad, index=seconds.index)).to_numpy()
+        return Durations(hours, missing, bad, "ElapsedRaw", "whole seconds")
+    nothing = np.zeros(len(frame), dtype=bool)
+    return Durations(np.full(len(frame), np.nan), ~nothing, nothing, "", "")
+
+
+# TimelimitRaw: minutes, or the words sacct prints for no limit of the job's own.
+TIMELIMIT_WORDS = frozenset({"UNLIMITED", "Partition_Limit", "INVALID", ""})
+
+
+def bad_time_limits(text: pd.Series) -> np.ndarray:
+    """Rows of a ``TimelimitRaw`` column that are neither minutes nor one of sacct's words."""
+    words = text.str.strip().isin(TIMELIMIT_WORDS).to_numpy()
+    minutes, _, bad = parse_numbers(text.where(~words, "0"))
+    return bad | (minutes < 0).to_numpy() | ((minutes % 1) != 0).to_numpy()
+
+
 def number_after(text: pd.Series, key: str) -> np.ndarray:
     """The number following ``key`` up to the next comma (``gres/gpuutil=680,...``), else NaN.
 

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from accounting.parsing.aliases import resolve_gres_types
+from accounting.parsing.as_of import AsOf, hold_running
 from accounting.parsing.blocks import (
     ParseProgress,
     RecordBlock,
@@ -57,23 +57,23 @@ from accounting.parsing.blocks import (
     open_source,
     read_block_frame,
 )
-from accounting.parsing.delimiters import prepare_stream
 from accounting.parsing.errors import (
     IssueCollector,
     TooManyIssues,
 )
 from accounting.parsing.fields import (
+    Durations,
+    bad_time_limits,
     blank_to_na,
-    localize_to_utc,
+    job_durations,
     map_distinct,
-    parse_elapsed_hours,
     parse_numbers,
     parse_slurm_times,
 )
 from accounting.parsing.gpuutil import step_gpu_utilization
 from accounting.parsing.gres import gpu_entry_table, tres_column_from_gres
 from accounting.parsing.options import ParseOptions
-from accounting.parsing.sacct_layout import Layout, detect_layout
+from accounting.parsing.sacct_layout import Layout, detect_layout, open_sacct_stream
 from accounting.parsing.schema import (
     MAX_JOB_NODES,
     SCHEDULER_STATES,
@@ -105,6 +105,8 @@ class SacctStats:
     skip_examples: dict[str, list[str]] = field(default_factory=dict)
     skip_counts: dict[str, int] = field(default_factory=dict)
     gpu_column: str = "alloctres"  # where GPU counts came from (allocgres/reqgres: Slurm <= 17)
+    # The export's as-of time: the latest time in the file (running jobs count up to it).
+    as_of: AsOf = field(default_factory=AsOf)
 
     def note_skipped(self, reason: str, labels: Sequence[str], count: int) -> None:
         if not count:
@@ -141,8 +143,10 @@ def iter_sacct_chunks(
 ) -> Iterator[pd.DataFrame]:
     """Yield validated usage chunks (see :mod:`accounting.parsing.schema`) from sacct output.
 
-    ``source``: path, or binary/text file object, of ``sacct --parsable2`` output;
-    ``options`` (or the same names as keywords): :class:`SacctOptions`.
+    ``source``: path, or binary/text file object, of sacct output (``--parsable2``, any
+    ``--delimiter``, or the fixed-width table); ``options`` (or the same names as keywords):
+    :class:`SacctOptions`. Running jobs come last, held up to the export's as-of time
+    (:mod:`accounting.parsing.as_of`; ``stats.as_of`` says which time and why).
 
     Raises:
         UsageValidationError: after the last chunk (or once ``max_errors`` problems are
@@ -151,6 +155,12 @@ def iter_sacct_chunks(
     """
     o = SacctOptions.build(options, keywords)
     stats = o.stats if o.stats is not None else SacctStats()
+    yield from hold_running(_sacct_chunks(source, o, stats), stats.as_of, o.as_of, o.timezone)
+
+
+def _sacct_chunks(
+    source: UsageSource, o: SacctOptions, stats: SacctStats
+) -> Iterator[pd.DataFrame]:
     issues = IssueCollector(max_errors=o.max_errors)
     context = _ChunkContext(
         cluster=o.cluster,
@@ -159,7 +169,6 @@ def iter_sacct_chunks(
         default_model=o.default_model,
         unknown_model=o.unknown_model,
         timezone=o.timezone,
-        as_of=o.as_of,
         gpuutil_summed=o.gpuutil_summed,
         issues=issues,
         stats=stats,
@@ -168,7 +177,7 @@ def iter_sacct_chunks(
     records_emitted = 0
     try:
         with open_source(source) as (raw_stream, total_bytes):
-            stream, _, delimiter = prepare_stream(raw_stream, o.delimiter)
+            stream, delimiter = open_sacct_stream(raw_stream, o.delimiter, issues)
             layout: Layout | None = None
             carry: pd.DataFrame | None = None
             total_read = lines_read = 0
@@ -285,7 +294,6 @@ class _ChunkContext:
     default_model: str | None
     unknown_model: Literal["keep", "error"]
     timezone: str
-    as_of: datetime | None
     gpuutil_summed: bool
     issues: IssueCollector
     stats: SacctStats
@@ -326,25 +334,27 @@ class _ChunkContext:
                 f"step of {base_label[r]} follows the line of job {owner[r]}" for r in rows
             ],
         )
-        if "elapsed" in frame:
-            elapsed = parse_elapsed_hours(frame["elapsed"])
-        else:
-            nothing = np.full(len(frame), np.nan)
-            elapsed = (nothing, np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=bool))
+        elapsed = job_durations(frame)
         gpu_utilization = step_gpu_utilization(
-            frame, is_step, step_name, group, elapsed[0], self.gpuutil_summed
+            frame, is_step, step_name, group, elapsed.hours, self.gpuutil_summed
         )
 
         allocation = ~is_step
         jobs = frame.loc[allocation].copy()
         jobs["_group"] = group[allocation]
-        jobs_elapsed = tuple(part[allocation] for part in elapsed)
+        jobs_elapsed = Durations(
+            elapsed.hours[allocation],
+            elapsed.missing[allocation],
+            elapsed.bad[allocation],
+            elapsed.column,
+            elapsed.hint,
+        )
         return self._jobs_to_records(jobs, jobs_elapsed, gpu_utilization)
 
     def _jobs_to_records(
         self,
         jobs: pd.DataFrame,
-        elapsed: tuple[np.ndarray, ...],
+        elapsed: Durations,
         gpu_utilization: np.ndarray,
     ) -> pd.DataFrame:
         if jobs.empty:
@@ -408,14 +418,22 @@ class _ChunkContext:
             SKIP_NOT_STARTED, label[skip].head(MAX_SKIP_EXAMPLES).tolist(), int(skip.sum())
         )
 
-        elapsed_h, elapsed_missing, elapsed_bad = elapsed
-        if "elapsed" in jobs:
+        elapsed_h, elapsed_missing, elapsed_bad = elapsed.hours, elapsed.missing, elapsed.bad
+        if elapsed.column:
             issues.add_where(
                 elapsed_bad & ~skip,
                 lines,
-                "Elapsed",
-                "'{value}' is not a duration ([D-]HH:MM:SS, MM:SS or MM:SS.mmm)",
-                jobs["elapsed"],
+                elapsed.column,
+                f"'{{value}}' is not a duration ({elapsed.hint})",
+                jobs[elapsed.column.lower()],
+            )
+        if "timelimitraw" in jobs:
+            issues.add_where(
+                bad_time_limits(jobs["timelimitraw"]) & ~skip,
+                lines,
+                "TimelimitRaw",
+                "'{value}' is not minutes (or UNLIMITED, Partition_Limit)",
+                jobs["timelimitraw"],
             )
         span_h = ((end_values - start.values).dt.total_seconds() / 3600.0).to_numpy()
         issues.add_where((span_h < 0) & ~skip, lines, "End", "End is before Start")
@@ -424,7 +442,7 @@ class _ChunkContext:
             finished_without_end & elapsed_missing,
             lines,
             "End",
-            "a finished job needs End or Elapsed",
+            "a finished job needs End or Elapsed (or ElapsedRaw)",
         )
         # Elapsed excludes suspended time, so it may be shorter than End - Start, never longer.
         with np.errstate(invalid="ignore"):
@@ -432,27 +450,17 @@ class _ChunkContext:
         issues.add_where(
             too_long & ~skip & ~elapsed_bad,
             lines,
-            "Elapsed",
+            elapsed.column or "Elapsed",
             lambda rows: [
-                f"Elapsed '{jobs['elapsed'].iloc[r]}' is longer than End - Start "
-                f"({span_h[r]:.2f} h)"
+                f"{elapsed.column} '{jobs[elapsed.column.lower()].iloc[r]}' is longer than "
+                f"End - Start ({span_h[r]:.2f} h)"
                 for r in rows
             ],
         )
+        # Running without Elapsed: NaN here, measured up to the as-of time (hold_running).
         duration_h = np.where(elapsed_missing, span_h, elapsed_h)
-        if self.as_of is not None:
-            as_of = pd.Timestamp(self.as_of)
-            if as_of.tzinfo is None:
-                as_of = localize_to_utc(pd.Series([as_of]), self.timezone).iloc[0]
-            so_far_h = (
-                (as_of.tz_convert("UTC") - start.values).dt.total_seconds() / 3600.0
-            ).to_numpy()
-            duration_h = np.where(np.isnan(duration_h) & running, so_far_h, duration_h)
-        issues.add_where(
-            np.isnan(duration_h) & running & ~start.missing,
-            lines,
-            "Elapsed",
-            "running job without Elapsed (pass as_of to measure it up to the export)",
+        self.stats.as_of.observe(
+            submit_values, start.values.where(~skip), end_values.where(~pending)
         )
         # A finished job without End: End = Start + Elapsed.
         end_filled = end_values.where(

@@ -48,6 +48,7 @@ from accounting.parsing.sreport_header import (
     MAX_BANNER_LINES,
     SreportHeader,
     find_sreport_header,
+    open_sreport_stream,
 )
 from accounting.parsing.sreport_rows import card_hours, gpu_rows, raw_rows, typed_models
 
@@ -124,7 +125,8 @@ def iter_sreport_chunks(
     header: SreportHeader | None = None
     emitted = 0
     try:
-        with open_source(source) as (stream, total_bytes):
+        with open_source(source) as (raw_stream, total_bytes):
+            stream = open_sreport_stream(raw_stream, issues)
             blocks = iter_record_blocks(
                 stream, delimiter="|", quotechar=None, records_per_block=chunk_lines
             )
@@ -149,6 +151,37 @@ def iter_sreport_chunks(
                     stats.rows += len(chunk)
                     yield chunk
             _check_found_gpu_rows(header, stats, issues)
+    except TooManyIssues:
+        raise issues.error(truncated=True) from None
+    if issues:
+        raise issues.error()
+
+
+def check_sreport_head(
+    source: UsageSource,
+    *,
+    columns: Sequence[str] | None = None,
+    time_unit: str | None = None,
+    period_given: bool = False,
+    max_errors: int = DEFAULT_MAX_ERRORS,
+) -> None:
+    """The checks an upload answers at once, on the file's first lines: the layout (fixed
+    width included), the banner and header, the unit, and a report period to store under.
+    Raises :class:`~accounting.parsing.errors.UsageValidationError`."""
+    issues = IssueCollector(max_errors=max_errors)
+    try:
+        with open_source(source) as (raw_stream, _):
+            stream = open_sreport_stream(raw_stream, issues)
+            blocks = iter_record_blocks(
+                stream, delimiter="|", quotechar=None, records_per_block=MAX_BANNER_LINES
+            )
+            block = next(blocks, None)
+            records = _first_records(block) if block is not None else []
+            header, _ = find_sreport_header(records, columns, time_unit, issues)
+            if header is None:
+                _check_found_gpu_rows(None, SreportStats(), issues)
+            elif not period_given:
+                _apply_period(header, None, None, "UTC", issues)
     except TooManyIssues:
         raise issues.error(truncated=True) from None
     if issues:

@@ -7,8 +7,8 @@
 
 The unit's owner matters: Slurm says ``CPU`` when only CPUs were reported (the default
 without ``-T``) and ``TRES`` otherwise, and a report without a ``TRES Name`` column is a CPU
-report too. Only ``-P`` (parsable) output has field boundaries; the fixed-width table is
-refused with the flag to add.
+report too. The fixed-width table (without ``-P``) is read by its dashed line's widths
+(:mod:`accounting.parsing.fixed_width`); a header without that line is refused with ``-P``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from accounting.parsing.bounded import Readable
+from accounting.parsing.delimiters import ReplayStream, read_head
 from accounting.parsing.errors import IssueCollector
+from accounting.parsing.fixed_width import TablePolicy, fixed_width_stream
 
 HOURS_PER_UNIT = {"hours": 1.0, "minutes": 1 / 60, "seconds": 1 / 3600}
 MAX_BANNER_LINES = 40
@@ -65,6 +68,34 @@ class _Banner:
         if unit := _BANNER_UNIT_RE.search(text):
             self.owner = unit["owner"]
             self.unit = unit["unit"].lower()
+
+
+# Columns whose values are read: a value a fixed-width column cut (``gres/gpu:a1+``) is refused.
+SREPORT_READ_COLUMNS = frozenset(
+    {
+        "cluster", "tres name", "allocated", "down", "plnd down", "idle", "planned", "reserved",
+        "reported", "account", "login", "used",
+    }
+)  # fmt: skip
+SREPORT_TABLE = TablePolicy(
+    read=SREPORT_READ_COLUMNS,
+    times=frozenset(),
+    known=SREPORT_READ_COLUMNS | {"proper name", "user", "over commit", "reported"},
+    is_header=lambda cells: bool(cells) and cells[0] == "cluster",
+    fix="re-run sreport with -P (parsable), which never cuts a value, or widen the column "
+    "(format=...,{name}%{width})",
+    widths={"tres name": 30, "cluster": 24, "account": 32, "login": 24},
+    tolerated={},
+    blank_before_header=False,
+)
+
+
+def open_sreport_stream(stream: Readable, issues: IssueCollector) -> Readable:
+    """sreport's fixed-width table rewritten with ``|`` (a dashed line under the header),
+    else the file as it is; the banner passes through either way."""
+    head = read_head(stream)
+    fixed = fixed_width_stream(stream, head, SREPORT_TABLE, "|", issues)
+    return fixed if fixed is not None else ReplayStream(head, stream, "|")
 
 
 def _report_kind(names: Sequence[str]) -> str | None:

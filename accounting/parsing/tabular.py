@@ -37,7 +37,7 @@ import csv
 import os
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from accounting.parsing.aliases import normalize_aliases, normalize_gres_type
+from accounting.parsing.as_of import AsOf, hold_running
 from accounting.parsing.blocks import (
     ParseProgress,
     UsageSource,
@@ -104,6 +105,8 @@ class TableStats:
     blank_rows: int = 0
     skipped_pending: int = 0
     records_with_unknown_model: int = 0
+    # The export's as-of time: the latest time in the file (running jobs count up to it).
+    as_of: AsOf = field(default_factory=AsOf)
 
 
 @dataclass(kw_only=True)
@@ -135,6 +138,13 @@ def iter_csv_chunks(
     """
     options = CsvOptions.build(options, keywords)
     stats = options.stats if options.stats is not None else TableStats()
+    chunks = _csv_chunks(source, options, stats)
+    yield from hold_running(chunks, stats.as_of, options.as_of, options.timezone)
+
+
+def _csv_chunks(
+    source: UsageSource, options: CsvOptions, stats: TableStats
+) -> Iterator[pd.DataFrame]:
     issues = IssueCollector(max_errors=options.max_errors)
     delimiter, progress = options.delimiter, options.progress
     names: list[str] | None = None
@@ -210,11 +220,18 @@ def iter_xlsx_chunks(
     Progress reports sheet rows read in ``lines_read`` (``bytes_read`` stays 0: the zip is
     inflated by openpyxl). Errors name the sheet row as the line.
     """
+    options = XlsxOptions.build(options, keywords)
+    stats = options.stats if options.stats is not None else TableStats()
+    chunks = _xlsx_chunks(source, options, stats)
+    yield from hold_running(chunks, stats.as_of, options.as_of, options.timezone)
+
+
+def _xlsx_chunks(
+    source: str | os.PathLike[str] | IO[bytes], options: XlsxOptions, stats: TableStats
+) -> Iterator[pd.DataFrame]:
     from openpyxl import load_workbook
     from openpyxl.utils.exceptions import InvalidFileException
 
-    options = XlsxOptions.build(options, keywords)
-    stats = options.stats if options.stats is not None else TableStats()
     issues = IssueCollector(max_errors=options.max_errors)
     progress, sheet_name, chunk_lines = options.progress, options.sheet_name, options.chunk_lines
     try:
@@ -319,9 +336,11 @@ def _refuse_foreign_header(
     """One message naming the expected and the found columns, not one issue per column."""
     found = [field.strip()[:40] for field in fields if field.strip()]
     shown = ", ".join(found[:20]) + (f", … ({len(found)} in all)" if len(found) > 20 else "")
+    # A pipe-delimited sacct header read as CSV is one field: look inside it too.
+    words = {word.strip().lower() for name in names for word in name.split("|")}
     hint = (
         " This looks like Slurm sacct output: import it with the sacct format."
-        if SACCT_ONLY_NAMES & set(names)
+        if SACCT_ONLY_NAMES & words
         else ""
     )
     issues.add(
@@ -330,6 +349,24 @@ def _refuse_foreign_header(
         f"wrong header: expected the usage columns {', '.join(REQUIRED_TABLE_COLUMNS)}; "
         f"found {shown or 'an empty line'}.{hint}",
     )
+    raise issues.error()
+
+
+def check_csv_head(head: bytes, delimiter: str = ",") -> None:
+    """The header check an upload answers at once (first non-blank line of ``head``).
+    Raises :class:`~accounting.parsing.errors.UsageValidationError`."""
+    issues = IssueCollector()
+    lines = head.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+    for number, text in enumerate(lines, start=1):
+        if text.strip():
+            try:
+                fields = next(csv.reader([text], delimiter=delimiter))
+            except csv.Error as exc:
+                issues.add(number, "*", f"the header row cannot be read ({exc})")
+                raise issues.error() from None
+            _check_header(fields, number, issues)
+            return
+    issues.add(1, "cluster", "empty file: no header row")
     raise issues.error()
 
 
@@ -444,18 +481,8 @@ def _table_to_records(
             given_bad, lines, "duration_h", "'{value}' is not hours >= 0", raw["duration_h"]
         )
         duration_h = given.where(~given_missing, span_h)
-    if options.as_of is not None:
-        as_of = pd.Timestamp(options.as_of)
-        if as_of.tzinfo is None:
-            as_of = localize_to_utc(pd.Series([as_of]), options.timezone).iloc[0]
-        so_far_h = (as_of.tz_convert("UTC") - start).dt.total_seconds() / 3600.0
-        duration_h = duration_h.fillna(so_far_h.where(pd.Series(running)))
-    issues.add_where(
-        duration_h.isna().to_numpy() & running & ~start_missing,
-        lines,
-        "end",
-        "running job without end or duration_h (pass as_of to measure it up to the export)",
-    )
+    # A running job without duration_h is measured up to the as-of time (hold_running).
+    stats.as_of.observe(start.where(~pending), end.where(~pending))
 
     optional_numbers: dict[str, pd.Series] = {}
     if "nodes" in raw:
@@ -486,6 +513,7 @@ def _table_to_records(
         submit, _, submit_bad = _parse_times(raw["submit"], options.timezone)
         issues.add_where(submit_bad, lines, "submit", "'{value}' is not a date-time", raw["submit"])
         out["submit"] = submit
+        stats.as_of.observe(submit)
 
     partition = blank_to_na(raw["partition"]) if "partition" in raw else None
     model_given = blank_to_na(raw["accelerator_model"])

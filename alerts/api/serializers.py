@@ -2,12 +2,16 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 
+from alerts.authorization import check_rule
 from alerts.models import AlertEvent, AlertRule
 from core.bounds import bounded_int
+from core.text import SafeNamesSerializerMixin
 
 
-class AlertRuleSerializer(serializers.ModelSerializer):
+class AlertRuleSerializer(SafeNamesSerializerMixin, serializers.ModelSerializer):
+    name_fields = ("name", "team")
     window_days = bounded_int("alert_window_days", required=False)
     recipients = serializers.ListField(
         child=serializers.EmailField(), required=False, max_length=50
@@ -45,7 +49,22 @@ class AlertRuleSerializer(serializers.ModelSerializer):
             rule.clean()
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from exc
+        self._authorize(rule)
         return {**attrs, "currency": rule.currency}
+
+    def _authorize(self, rule: AlertRule) -> None:
+        """The acting user may see the rule's scope, and its recipients may too (403, 400)."""
+        check = check_rule(
+            self.context["request"].user,
+            scope=rule.scope,
+            team=rule.team,
+            recipients=list(rule.recipients or []),
+            before=self.instance,
+        )
+        if check.forbidden:
+            raise PermissionDenied(check.forbidden)
+        if check.errors:
+            raise serializers.ValidationError(check.errors)
 
     def _current(self) -> dict:
         if self.instance is None:

@@ -50,6 +50,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     # ETag from the body (and 304) for every non-streamed GET: spreadsheets refresh cheaply.
     "django.middleware.http.ConditionalGetMiddleware",
+    # Before CSRF (which reads a form body): an upload over its view's limit is a 413, unread.
+    "core.upload_limits.UploadLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # After authentication: inventory history records who made each change.
@@ -72,6 +74,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env.int("FLEETWISE_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("FLEETWISE_LOGIN_LOCKOUT_HOURS", default=0.25)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Beside the pair: failures from one address over every username (a sprayed password) lock
+# that address at this many within the cool-off (config.auth.LoginAttemptsHandler).
+FLEETWISE_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("FLEETWISE_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+AXES_HANDLER = "config.auth.LoginAttemptsHandler"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.auth.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "config.auth.client_ip"
@@ -172,6 +178,26 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 FLEETWISE_USAGE_UPLOAD_MAX_BYTES = env.int("FLEETWISE_USAGE_UPLOAD_MAX_BYTES", default=2**30)
 FLEETWISE_READER_MAX_LINE_BYTES = env.int("FLEETWISE_READER_MAX_LINE_BYTES", default=16 * 2**20)
 FLEETWISE_READER_MAX_BLOCK_BYTES = env.int("FLEETWISE_READER_MAX_BLOCK_BYTES", default=32 * 2**20)
+# Bounded work and disk per user (docs/deployment.md, "Per-user limits and file retention"):
+# background exports and usage imports one user may have queued or running at once (0: no
+# limit; beyond it a 429 with Retry-After), and how long stored files are kept (days).
+FLEETWISE_MAX_OPEN_EXPORTS_PER_USER = env.int("FLEETWISE_MAX_OPEN_EXPORTS_PER_USER", default=2)
+FLEETWISE_MAX_OPEN_IMPORTS_PER_USER = env.int("FLEETWISE_MAX_OPEN_IMPORTS_PER_USER", default=2)
+FLEETWISE_FILE_RETENTION_DAYS = env.float("FLEETWISE_FILE_RETENTION_DAYS", default=30.0)
+FLEETWISE_FAILED_FILE_RETENTION_DAYS = env.float(
+    "FLEETWISE_FAILED_FILE_RETENTION_DAYS", default=7.0
+)
+FLEETWISE_DELETED_RETENTION_DAYS = env.float("FLEETWISE_DELETED_RETENTION_DAYS", default=30.0)
+
+# Outbound requests (core/outbound.py; docs/deployment.md, "Outbound requests"): Prometheus
+# and any future source reach public addresses; loopback only when allowed here, private
+# and internal ranges only inside the listed networks (CIDR); link-local and cloud metadata
+# never. One answer is read up to the byte cap.
+FLEETWISE_OUTBOUND_ALLOW_LOOPBACK = env.bool("FLEETWISE_OUTBOUND_ALLOW_LOOPBACK", default=False)
+FLEETWISE_OUTBOUND_ALLOWED_NETWORKS = env.list("FLEETWISE_OUTBOUND_ALLOWED_NETWORKS", default=[])
+FLEETWISE_OUTBOUND_MAX_RESPONSE_BYTES = env.int(
+    "FLEETWISE_OUTBOUND_MAX_RESPONSE_BYTES", default=128 * 2**20
+)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -197,6 +223,10 @@ else:
         "visibility_timeout": env.int("FLEETWISE_BROKER_VISIBILITY_TIMEOUT_S", default=65 * 60),
         "socket_connect_timeout": 2,
     }
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        # kombu's Redis transport, fixed so a worker outlives a broker outage mid-task
+        # (config/celery_redis.py, docs/decisions/0006-workers-survive-their-broker.md).
+        CELERY_BROKER_TRANSPORT = "config.celery_redis:Transport"
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # No result backend: every job's status and outcome is its job row (core.jobs), including the
 # Fleet page's worker check (inventory.PoolTotalsCheck).
@@ -246,6 +276,8 @@ TASK_KINDS = {
     "reports.tick": "periodic",
     "config.dispatch_pending": "periodic",
     "config.recover_stalled": "periodic",
+    "core.worker_pulse": "periodic",
+    "core.apply_retention": "periodic",
     "inventory.recompute_pool_totals": "periodic",
     "telemetry.run_fetch": "import",
     "telemetry.fetch_yesterday": "periodic",
@@ -268,8 +300,25 @@ CELERY_BEAT_SCHEDULE = {
     "telemetry-daily-fetch": {"task": "telemetry.fetch_yesterday", "schedule": 24 * 3600.0},
     # Alert rules: hourly, and after each usage import and analysis (alerts/signals.py).
     "evaluate-alerts": {"task": "alerts.evaluate_alerts", "schedule": 3600.0},
+    # Files, and deleted clusters and pools, past their retention period (core/retention/).
+    "apply-retention": {"task": "core.apply_retention", "schedule": 3600.0},
 }
-CELERY_IMPORTS = ["core.jobs.dispatch", "core.jobs.recovery"]
+# A worker proves it consumes: it runs the pulse beat sends (core/jobs/pulse.py); /healthz/worker/
+# answers 503 once no worker ran one for FLEETWISE_WORKER_STALE_AFTER_S. An unconsumed pulse
+# expires at the next one, so a stopped worker does not find a backlog of them.
+FLEETWISE_WORKER_PULSE_S = env.float("FLEETWISE_WORKER_PULSE_S", default=60.0)
+FLEETWISE_WORKER_STALE_AFTER_S = env.float("FLEETWISE_WORKER_STALE_AFTER_S", default=180.0)
+CELERY_BEAT_SCHEDULE["worker-pulse"] = {
+    "task": "core.worker_pulse",
+    "schedule": FLEETWISE_WORKER_PULSE_S,
+    "options": {"expires": FLEETWISE_WORKER_PULSE_S},
+}
+CELERY_IMPORTS = [
+    "core.jobs.dispatch",
+    "core.jobs.recovery",
+    "core.jobs.pulse",
+    "core.retention.tasks",
+]
 # One queue name for web, workers and beat; a test or a dedicated worker pool may use another.
 CELERY_TASK_DEFAULT_QUEUE = env("FLEETWISE_CELERY_QUEUE", default="celery")
 # A running job refreshes its heartbeat this often; one silent for longer than
@@ -373,7 +422,12 @@ LOGGING = {
         },
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        # Every app logger writes here: URLs with credentials are redacted too (core.logredact).
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_tokens"],
+        },
         "django.server": {"class": "logging.StreamHandler", "formatter": "django.server"},
     },
     "loggers": {

@@ -1,4 +1,4 @@
-"""The abstract durable job every job model extends, and the worker's delivery ledger."""
+"""The abstract durable job every job model extends, the worker's delivery ledger and pulses."""
 
 from __future__ import annotations
 
@@ -49,3 +49,14 @@ class TaskDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_name}{self.args}: {self.unfinished} unfinished"
+
+
+class WorkerPulse(models.Model):
+    """When a worker last ran the pulse task that beat sends (core.jobs.pulse): a worker that
+    is alive but no longer takes tasks from the queue stops refreshing its row."""
+
+    hostname = models.CharField(max_length=255, unique=True, help_text="Celery's node name.")
+    consumed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.hostname} at {self.consumed_at:%Y-%m-%d %H:%M:%S}"

@@ -45,24 +45,18 @@ from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
-from django.db import (
-    DEFAULT_DB_ALIAS,
-    InterfaceError,
-    OperationalError,
-    connection,
-    connections,
-)
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
 from core.jobs.dispatch import UNREACHABLE, WORKERS_UNAVAILABLE, send_task
 from core.jobs.registry import JobKind, kinds, label_of
+from core.jobs.transient import TRANSIENT
 
 logger = logging.getLogger(__name__)
 
-# Database errors worth a retry (a restart, a dropped connection), not a failed job.
-TRANSIENT = (OperationalError, InterfaceError)
 # Options of every job task: acknowledged after it ran, so a killed worker's task is
-# delivered again; transient database errors retried by Celery with jittered back-off.
+# delivered again; transient database errors (core.jobs.transient: any layer's, a task
+# re-raises a wrapped one with ``raise_if_transient``) retried by Celery with jittered back-off.
 DURABLE_TASK_OPTIONS = {
     "acks_late": True,
     "reject_on_worker_lost": True,

@@ -10,6 +10,9 @@ written through this module:
 * XLSX: :class:`SafeWorkbook`; formula-like text becomes a text cell (``data_type`` "s",
   quote-prefixed), in write-only sheets as rows are appended and in ordinary sheets at save.
 
+Text also loses its bidi overrides and zero-width characters (`engine.text.strip_invisible`):
+names stored before names refused them must not reorder or hide what a cell shows.
+
 A number written as text ("-1.5", "+3e9", ASCII digits only) is data, never prefixed. The
 PostgreSQL COPY export (`core.tabular.exporting`) writes the same rule in SQL from these constants.
 ``tests/exports/test_cell_safety.py`` fails when code outside this module writes a sheet.
@@ -34,6 +37,8 @@ from openpyxl.cell.cell import Cell
 from openpyxl.styles import Font
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
+from engine.text import strip_invisible
+
 FULL_WIDTH_PREFIXES = ("\uff1d", "\uff0b", "\uff0d", "\uff20")  # ＝ ＋ － ＠
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", *FULL_WIDTH_PREFIXES)
 FORMULA_FIRST = frozenset(FORMULA_PREFIXES)  # every prefix is one character
@@ -48,7 +53,9 @@ def is_formula_like(text: str) -> bool:
 
 
 def defuse(text: str) -> str:
-    """Text a spreadsheet would run as a formula, made inert with a leading apostrophe."""
+    """Text a spreadsheet would run as a formula, made inert with a leading apostrophe (and
+    without invisible characters, which could hide the formula's first character)."""
+    text = strip_invisible(text)
     return "'" + text if is_formula_like(text) else text
 
 
@@ -98,9 +105,9 @@ def csv_cell(value: Any) -> Any:
 
 
 def _text_column(values: list[Any]) -> list[Any]:
-    # The common case (no formula-like first character) costs one set lookup per cell.
+    # The common case (ASCII, no formula-like first character) costs two cheap checks a cell.
     return [
-        (v if not v or v[0] not in FORMULA_FIRST else defuse(v))
+        (v if not v or (v[0] not in FORMULA_FIRST and v.isascii()) else defuse(v))
         if isinstance(v, str) or v is None
         else csv_cell(v)
         for v in values
@@ -193,9 +200,13 @@ def _unsafe(cell) -> bool:
 def safe_xlsx_value(sheet, value: Any) -> Any:
     """A value for a write-only row: formula-like text (or cell) as a quote-prefixed text cell."""
     if isinstance(value, Cell):
+        if isinstance(value.value, str) and not value.value.isascii():
+            value.value = strip_invisible(value.value)
         if _unsafe(value):
             mark_text(value)
         return value
+    if isinstance(value, str):
+        value = strip_invisible(value)
     if isinstance(value, str) and is_formula_like(value):
         cell = WriteOnlyCell(sheet, value=value)
         mark_text(cell)
@@ -235,6 +246,8 @@ class SafeWorkbook(Workbook):
                 sheet.title = title
             for row in sheet.iter_rows():
                 for cell in row:
+                    if isinstance(cell.value, str) and not cell.value.isascii():
+                        cell.value = strip_invisible(cell.value)
                     if cell.value is not None and _unsafe(cell):
                         mark_text(cell)
         super().save(filename)

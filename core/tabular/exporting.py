@@ -47,6 +47,7 @@ from core.tabular.columns import (
     wants_whole_table,
 )
 from core.tabular.filters import check_fields
+from engine.text import INVISIBLE
 
 CHUNK_ROWS = 5000
 COPY_CHUNK_BYTES = 256 * 1024  # PostgreSQL sends one message per row: send the client blocks
@@ -279,14 +280,16 @@ def _sql_text(text: str) -> str:
 # NUMBER_TEXT in SQL (both ASCII-only): a number written as text is never defused.
 _SQL_NUMBER_TEXT = _sql_text("^" + NUMBER_TEXT.pattern.replace("(?:", "(") + "$")
 _SQL_FORMULA_FIRST = ", ".join(_sql_text(prefix) for prefix in FORMULA_PREFIXES)
+# engine.text.strip_invisible in SQL: translate() drops the characters it has no partner for.
+_SQL_VISIBLE = f"translate(%(expressions)s, {_sql_text(INVISIBLE)}, '')"
 
 # Each kind's cell in SQL: the same text `core.tabular.columns.iter_csv` writes (NULL: empty cell).
 _COPY_CELL_TEMPLATES = {
     "integer": "%(expressions)s",
     "string": (
-        f"CASE WHEN left(%(expressions)s, 1) IN ({_SQL_FORMULA_FIRST})"
-        f" AND %(expressions)s !~ {_SQL_NUMBER_TEXT}"
-        " THEN E'\\'' || %(expressions)s ELSE %(expressions)s END"
+        f"CASE WHEN left({_SQL_VISIBLE}, 1) IN ({_SQL_FORMULA_FIRST})"
+        f" AND {_SQL_VISIBLE} !~ {_SQL_NUMBER_TEXT}"
+        f" THEN E'\\'' || {_SQL_VISIBLE} ELSE {_SQL_VISIBLE} END"
     ),
     # NaN and infinities have no JSON text: an empty cell, as in Python. Whole numbers get
     # Python's ".0" (7.0, not 7); PostgreSQL writes the exponent form from 1e15 (Python: 1e16).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
+from core.text import validate_name
 from exports.models import ExportFormat, ExportJob, ExportToken, ExportTokenUse
 
 
@@ -35,7 +36,7 @@ class ExportTokenSerializer(serializers.ModelSerializer):
 
 
 class ExportTokenCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_name])
     url = serializers.CharField(
         max_length=2300, help_text="The API list to share, e.g. /api/v1/usage-records/?team=a"
     )

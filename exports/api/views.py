@@ -14,13 +14,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from access.roles import VIEWER
+from core.jobs.limits import JobLimitReached, too_many_jobs
+from core.retention.files import expired_file
 from exports import services
 from exports.api.serializers import (
     ExportJobCreateSerializer,
@@ -71,6 +73,8 @@ class ExportTokenViewSet(
                 fmt=data["format"],
                 expires_in_days=data["expires_in_days"],
             )
+        except services.ExportForbidden as exc:
+            raise PermissionDenied(exc.detail) from exc
         except services.ExportInputError as exc:
             raise ValidationError(exc.errors) from exc
         body = ExportTokenSerializer(token).data
@@ -158,15 +162,29 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             return ExportJob.objects.none()
         return services.jobs_for(self.request.user)
 
-    @extend_schema(request=ExportJobCreateSerializer, responses={202: ExportJobSerializer})
+    @extend_schema(
+        request=ExportJobCreateSerializer,
+        responses={
+            202: ExportJobSerializer,
+            429: OpenApiResponse(
+                description="You have too many exports queued or running; Retry-After says "
+                "when to try again."
+            ),
+        },
+    )
     def create(self, request):
-        """Queue an XLSX of an API list (any size); a worker writes it and reports progress."""
+        """Queue an XLSX of an API list (any size); a worker writes it and reports progress.
+        Each user may have a few queued or running at once (429 beyond)."""
         payload = ExportJobCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
             job = services.create_job(owner=request.user, url=payload.validated_data["url"])
+        except services.ExportForbidden as exc:
+            raise PermissionDenied(exc.detail) from exc
         except services.ExportInputError as exc:
             raise ValidationError(exc.errors) from exc
+        except JobLimitReached as exc:
+            return too_many_jobs(exc)
         return Response(ExportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
@@ -175,14 +193,23 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 OpenApiResponse(OpenApiTypes.BINARY, description="The XLSX file.")
             ),
             404: OpenApiResponse(description="No such job, or not finished."),
+            410: OpenApiResponse(description="The file was deleted after its retention period."),
         }
     )
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):
         """The finished XLSX."""
         job = self.get_object()
+        if job.status == "succeeded" and not job.file:
+            expired = expired_file(job, "file")
+            if expired is not None:  # the retention task deleted it (core.retention)
+                message = f"{expired.message} Queue the export again."
+                return Response({"detail": message}, status=status.HTTP_410_GONE)
         if job.status != "succeeded" or not job.file:
             raise NotFound(f"The export is not ready (status: {job.status}).")
+        refusal = services.may_download(request.user, job)
+        if refusal:
+            raise PermissionDenied(refusal)
         return FileResponse(
             job.file.open("rb"), as_attachment=True, filename=f"export-{job.pk}.xlsx"
         )

@@ -20,6 +20,7 @@ from access.pages import role_required
 from access.roles import PLANNER, has_role
 from engine.inference.curve import latency_throughput_curve
 from engine.limits import EngineInputError
+from engine.text import name_error
 from frontend import charts
 from inventory.models import AcceleratorModel
 from planner import inference_plans
@@ -225,6 +226,9 @@ def inference_plan_save(request: HttpRequest):
     data = query_input(request, request.POST)
     name = request.POST.get("name", "").strip()[:200] or "Inference plan"
     raw = request.POST.get("plan", "")
+    if problem := name_error(name):
+        messages.error(request, f"Not saved: name: {problem}")
+        return redirect(reverse("frontend:planner-inference") + "?" + request.POST.urlencode())
     try:
         if raw.isdecimal():
             plan = inference_plans.update_inference_plan(

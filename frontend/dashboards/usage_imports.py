@@ -24,7 +24,9 @@ from accounting.models import ImportJob
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
 from accounting.scoping import scope_import_jobs
 from core.jobs.dispatch import WORKERS_UNAVAILABLE
+from core.jobs.limits import JobLimitReached
 from core.jobs.status import JobStatus
+from core.retention.files import expired_file
 from frontend.forms_usage_import import (
     ADVANCED_FIELDS,
     UsageImportForm,
@@ -72,20 +74,24 @@ def failure_summary(error: str, issues: list[dict[str, str]]) -> str:
 
 @role_required(read_role=PLANNER)
 def usage_import(request: HttpRequest):
-    status, preview = 200, None
+    status, preview, retry_after_s = 200, None, None
     if request.method == "POST" and request.POST.get("action") == "preview":
         form = UsageImportForm(request.POST, request.FILES)
         preview = preview_import(form)
         status = 200 if preview is not None else 400
     elif request.method == "POST":
         form = UsageImportForm(request.POST, request.FILES)
-        job = start_import(form, request.user)
+        try:
+            job = start_import(form, request.user)
+        except JobLimitReached as exc:  # too many of this user's imports in flight
+            form.add_error(None, exc.message)
+            job, retry_after_s = None, exc.retry_after_s
         if job is not None:
             messages.success(
                 request, f"{job.source_name} queued for import into {job.cluster.name}."
             )
             return redirect("frontend:usage-import-detail", job.pk)
-        status = 400
+        status = 400 if retry_after_s is None else 429
     else:
         form = UsageImportForm()
     context = {
@@ -96,7 +102,10 @@ def usage_import(request: HttpRequest):
         "required_columns": REQUIRED_TABLE_COLUMNS,
         "optional_columns": OPTIONAL_TABLE_COLUMNS,
     }
-    return render(request, "frontend/dashboards/usage_import.html", context, status=status)
+    response = render(request, "frontend/dashboards/usage_import.html", context, status=status)
+    if retry_after_s is not None:
+        response["Retry-After"] = str(retry_after_s)
+    return response
 
 
 @role_required()
@@ -116,6 +125,7 @@ def usage_import_detail(request: HttpRequest, pk: int):
         and job.status == JobStatus.FAILED
         and bool(job.file),
         "dashboard_url": reverse("frontend:usage") + f"?cluster={job.cluster_id}",
+        "file_expired": expired_file(job, "file"),
     }
     return render(request, "frontend/dashboards/usage_import_detail.html", context)
 

@@ -6,12 +6,14 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.text import SafeNamesSerializerMixin
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from inventory.selectors import pool_totals
 
 
-class ModelCleanMixin:
-    """Run the model's clean() so the API enforces the same rules as the admin and forms."""
+class ModelCleanMixin(SafeNamesSerializerMixin):
+    """Run the model's clean() so the API enforces the same rules as the admin and forms (and
+    the names' rule of the forms, core.text: ``name_fields``, default ``name``)."""
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -45,12 +47,16 @@ class AcceleratorField(serializers.PrimaryKeyRelatedField):
 
 
 class SiteSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    name_fields = ("name", "location")
+
     class Meta:
         model = Site
         fields = ["id", *Site.EDITABLE_FIELDS, "created", "updated"]
 
 
 class AcceleratorModelSerializer(ModelCleanMixin, serializers.ModelSerializer):
+    name_fields = ("vendor", "name")
+
     class Meta:
         model = AcceleratorModel
         fields = ["id", *AcceleratorModel.EDITABLE_FIELDS]

@@ -23,6 +23,7 @@ from core.concurrency import ConditionalUpdateMixin
 from core.jobs import lifecycle
 from core.jobs.status import JobStatus
 from core.tabular.exporting import TabularListMixin
+from inventory import deletion
 from inventory.api.serializers import (
     AcceleratorModelSerializer,
     ClusterSerializer,
@@ -30,6 +31,7 @@ from inventory.api.serializers import (
     PoolSerializer,
     SiteSerializer,
 )
+from inventory.deletion import CONFIRM_USAGE
 from inventory.filtersets import (
     AcceleratorModelFilterSet,
     ClusterFilterSet,
@@ -37,7 +39,7 @@ from inventory.filtersets import (
     PoolFilterSet,
     SiteFilterSet,
 )
-from inventory.models import AcceleratorModel, Cluster, PoolTotalsCheck, Site
+from inventory.models import AcceleratorModel, Cluster, PoolTotalsCheck, Site, SoftDeletable
 from inventory.selectors import node_groups_queryset, pools_with_node_groups
 
 
@@ -64,32 +66,55 @@ def cascade_counts(obj) -> list[tuple[int, str]]:
 
 class ProtectedDeleteMixin:
     """Refuse to delete an object others still point to, with a 409 that says why; and
-    delete what goes with it only when the client confirms with ``?cascade=true``."""
+    delete what goes with it only when the client confirms with ``?cascade=true``. A cluster
+    or pool holding usage records needs ``?confirm=delete-usage`` (the 409 names the records
+    and their period); it is soft-deleted (inventory.deletion): hidden with all it holds,
+    restorable from its history until purged."""
 
     @extend_schema(
         parameters=[
             OpenApiParameter(
                 "cascade", bool, description="true: also delete the rows that depend on it."
-            )
+            ),
+            OpenApiParameter(
+                "confirm",
+                str,
+                enum=[CONFIRM_USAGE],
+                description=f"{CONFIRM_USAGE}: delete a cluster or pool that holds usage "
+                "records (restorable from its history until purged).",
+            ),
         ],
         responses={
             204: OpenApiResponse(description="Deleted."),
             409: OpenApiResponse(
                 description="Still in use, or would delete other rows (named, with "
-                "`would_delete` counts) without ?cascade=true."
+                "`would_delete` counts) without ?cascade=true, or usage records (named in "
+                "`measured`, with their period) without ?confirm=delete-usage."
             ),
         },
     )
     def destroy(self, request, *args, **kwargs):
         instance = self.get_object()
+        confirm = request.query_params.get("confirm")
         try:
             with transaction.atomic():
                 also = cascade_counts(instance)
-                if also and request.query_params.get("cascade") != "true":
-                    return self._cascade_refused(instance, also)
-                self.perform_destroy(instance)
+                confirmed = request.query_params.get("cascade") == "true"
+                if not isinstance(instance, SoftDeletable):
+                    if also and not confirmed:
+                        return self._cascade_refused(instance, also)
+                    self.perform_destroy(instance)
+                else:
+                    if also and not (confirmed or confirm == CONFIRM_USAGE):
+                        measured = deletion.measured_data(instance)
+                        if not measured:
+                            return self._cascade_refused(instance, also)
+                        raise deletion.ConfirmationNeeded(instance, measured)
+                    deletion.delete(instance, user=request.user, confirm=confirm)
+        except deletion.ConfirmationNeeded as exc:
+            return self._usage_refused(exc, also)
         except ProtectedError as exc:
-            names = sorted({str(obj) for obj in exc.protected_objects})[:10]
+            names = sorted({deletion.label(obj) for obj in exc.protected_objects})[:10]
             return Response(
                 {"detail": f"Still in use by: {', '.join(names)}. Remove those first."},
                 status=status.HTTP_409_CONFLICT,
@@ -97,17 +122,34 @@ class ProtectedDeleteMixin:
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _cascade_refused(self, instance, also: list[tuple[int, str]]) -> Response:
-        parts = [f"{n:,} {name}" for n, name in also]
-        listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
         name = type(instance)._meta.verbose_name
         detail = (
-            f"{name.capitalize()} “{instance}” has {listed}: deleting it deletes them too. "
-            "Repeat the request with ?cascade=true to confirm."
+            f"{name.capitalize()} “{instance}” has {_listed(also)}: deleting it deletes them "
+            "too. Repeat the request with ?cascade=true to confirm."
         )
         return Response(
             {"detail": detail, "would_delete": {name: n for n, name in also}},
             status=status.HTTP_409_CONFLICT,
         )
+
+    def _usage_refused(self, exc: deletion.ConfirmationNeeded, also) -> Response:
+        named = {m.what for m in exc.measured}
+        rest = [(n, name) for n, name in also if name not in named]
+        others = f" It also has {_listed(rest)}." if rest else ""
+        detail = (
+            f"{exc.message}{others} Repeat the request with ?confirm={CONFIRM_USAGE} to confirm."
+        )
+        body = {
+            "detail": detail,
+            "confirm": CONFIRM_USAGE,
+            "measured": [m.as_dict() for m in exc.measured],
+            "would_delete": {name: n for n, name in also},
+        }
+        return Response(body, status=status.HTTP_409_CONFLICT)
+
+
+def _listed(counts: list[tuple[int, str]]) -> str:
+    return deletion.listed([f"{n:,} {name}" for n, name in counts])
 
 
 class SiteViewSet(

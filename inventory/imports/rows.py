@@ -12,6 +12,8 @@ import pandas as pd
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, models, transaction
 
+from core.parsers import load_bounded_json
+from engine.text import name_error
 from inventory.imports.kinds import (
     CREATE,
     EARLIEST_DATE,
@@ -27,6 +29,9 @@ from inventory.imports.kinds import (
 )
 from inventory.imports.reading import ParsedTable
 from inventory.models import AcceleratorModel, Cluster, Pool, Site
+
+# Columns that hold a name: the forms' rule (engine.text) applies to them on import too.
+NAME_COLUMNS = ("name", "location", "vendor")
 
 
 @dataclass(frozen=True)
@@ -146,9 +151,10 @@ def _json_objects(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
     errors = pd.Series("", index=raw.index, dtype=object)
     for number, text in raw[raw != ""].items():
         try:
-            values[number] = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors[number] = f'not valid JSON ({exc.msg}); write e.g. {{"mtbf_card_hours": 30000}}.'
+            values[number] = load_bounded_json(text)  # the API's bounds: depth, finite numbers
+        except ValueError as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            errors[number] = f'not valid JSON ({why}); write e.g. {{"mtbf_card_hours": 30000}}.'
     return values, errors
 
 
@@ -258,10 +264,16 @@ def _missing_parent(kind: ImportKind, path: tuple[str, ...], parents: dict) -> R
 def _key_errors(
     kind: ImportKind, row: ImportRow, key: tuple, first_row_of_key: dict, parents: dict
 ) -> list[RowError]:
-    """Blank key cells, a key repeated within the file, or a parent that does not exist."""
+    """Blank key cells, a name no form would take, a key repeated within the file, or a parent
+    that does not exist."""
     blank = [c for c in kind.key_columns if not row.cells[c]]
     if blank:
         return [RowError(row.number, column, "a value is required.") for column in blank]
+    # A NUL has its own message (NUL_MESSAGE, below): this names the other characters.
+    texts = {c: str(row.cells[c]) for c in NAME_COLUMNS if c in row.cells}
+    named = [(c, name_error(text)) for c, text in texts.items() if "\x00" not in text]
+    if unsafe := [RowError(row.number, column, problem) for column, problem in named if problem]:
+        return unsafe
     if key in first_row_of_key:
         message = f"the same {' / '.join(kind.key_columns)} is already in row "
         return [RowError(row.number, "name", message + f"{first_row_of_key[key]}.")]

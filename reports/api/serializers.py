@@ -9,8 +9,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 
+from core.bounds import WithinDates
+from core.text import SafeNamesSerializerMixin
 from reports import periods, services
+from reports.authorization import Recipients, check_schedule, stored_recipients
 from reports.models import FILE_FORMATS, Report, ReportFormat, ReportSchedule
 
 SCHEDULE_FIELDS = [
@@ -38,7 +42,8 @@ SCHEDULE_FIELDS = [
 ]
 
 
-class ReportScheduleSerializer(serializers.ModelSerializer):
+class ReportScheduleSerializer(SafeNamesSerializerMixin, serializers.ModelSerializer):
+    name_fields = ("name", "team")
     recipient_users = serializers.PrimaryKeyRelatedField(
         many=True,
         required=False,
@@ -85,7 +90,28 @@ class ReportScheduleSerializer(serializers.ModelSerializer):
             candidate.clean()
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from exc
+        self._authorize(candidate, attrs)
         return attrs
+
+    def _authorize(self, candidate: ReportSchedule, attrs: dict) -> None:
+        """The acting user may see the scope; the recipients may too (403, 400)."""
+        stored = stored_recipients(self.instance) if self.instance else Recipients()
+        users = attrs.get("recipient_users")
+        recipients = Recipients(
+            tuple(users) if users is not None else stored.users,
+            tuple(candidate.recipient_addresses or []),
+        )
+        check = check_schedule(
+            self.context["request"].user,
+            scope=candidate.scope,
+            team=candidate.team,
+            recipients=recipients,
+            before=self.instance,
+        )
+        if check.forbidden:
+            raise PermissionDenied(check.forbidden)
+        if check.errors:
+            raise serializers.ValidationError(check.errors)
 
     def _save(self, instance: ReportSchedule, validated: dict) -> ReportSchedule:
         users = validated.pop("recipient_users", None)
@@ -165,6 +191,7 @@ class ReportDetailSerializer(ReportSerializer):
 class RunNowSerializer(serializers.Serializer):
     day = serializers.DateField(
         required=False,
+        validators=[WithinDates()],  # year 9999 or 0001 has no period: its end overflows
         help_text="A day inside the period to report on (the schedule's period holding it); "
         "default: the last complete period.",
     )

@@ -27,7 +27,7 @@ from reports.api.serializers import (
     RunNowSerializer,
 )
 from reports.models import FILE_FORMATS
-from reports.views import DOWNLOAD_TYPES
+from reports.views import DOWNLOAD_TYPES, expired_message
 
 
 class ReportScheduleViewSet(ConditionalUpdateMixin, TabularListMixin, viewsets.ModelViewSet):
@@ -128,6 +128,8 @@ class ReportViewSet(
         report = self.get_object()
         file = report.file_for(file_format)
         if not file:
+            if expired := expired_message(report, file):
+                return Response({"detail": expired}, status=status.HTTP_410_GONE)
             raise Http404(f"This report has no {file_format} file.")
         return FileResponse(
             file.open("rb"),

@@ -8,11 +8,14 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from core.bounds import WithinDates, bounded_float, bounded_int
+from core.logredact import redact
+from core.outbound import without_credentials
 from inventory.models import Cluster
-from telemetry.fetch import MAX_UPLOAD_BYTES
+from telemetry.export_text import MAX_UPLOAD_BYTES
 from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
 from telemetry.selectors import GPU_GROUPS
 from telemetry.services import FetchPeriodError, check_fetch_period
+from telemetry.upload_kind import upload_kind_problem
 
 DEFAULT_DAYS = 30
 
@@ -35,6 +38,11 @@ class PrometheusSourceSerializer(serializers.ModelSerializer):
             "scrape_interval_s", "step_s", "timeout_s", "node_overhead", "created", "updated",
         ]  # fmt: skip
         read_only_fields = ["created", "updated"]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["url"] = without_credentials(data["url"])  # never shown, however it was stored
+        return data
 
     def save(self, **kwargs):
         token = self.validated_data.pop("token", None)
@@ -68,6 +76,11 @@ class TelemetryFetchSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         read_only_fields = [f for f in fields if f not in ("cluster", "period_start", "period_end")]
 
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["error"] = redact(data["error"] or "")  # no URL credentials, whatever was stored
+        return data
+
 
 class FetchRequestSerializer(serializers.Serializer):
     """A fetch of local days ``start``..``end`` (inclusive); with ``file``, an upload."""
@@ -87,6 +100,8 @@ class FetchRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {"file": f"Larger than {MAX_UPLOAD_BYTES // 2**20} MiB."}
             )
+        if upload is not None and (problem := upload_kind_problem(upload)):
+            raise serializers.ValidationError({"file": problem})
         if upload is None and not PrometheusSource.objects.filter(cluster=attrs["cluster"]):
             raise serializers.ValidationError(
                 {"cluster": "No Prometheus source for this cluster: add one or upload a file."}

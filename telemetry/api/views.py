@@ -7,7 +7,6 @@ job rows are scoped by the user's teams. Rows views answer JSON, CSV and XLSX al
 from __future__ import annotations
 
 from rest_framework import mixins, status, viewsets
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
 from access.roles import ADMIN
@@ -25,6 +24,7 @@ from telemetry.api.serializers import (
     TelemetryFetchSerializer,
     TelemetryQuerySerializer,
 )
+from telemetry.export_text import MAX_UPLOAD_BYTES
 from telemetry.models import FetchKind, HostPattern, PrometheusSource, TelemetryFetch
 
 
@@ -48,7 +48,7 @@ class TelemetryFetchViewSet(
 
     queryset = TelemetryFetch.objects.order_by("-created")
     serializer_class = TelemetryFetchSerializer
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    max_upload_bytes = MAX_UPLOAD_BYTES  # a larger body is a 413, unread (core.upload_limits)
 
     def get_serializer_class(self):
         return FetchRequestSerializer if self.action == "create" else TelemetryFetchSerializer

@@ -46,8 +46,10 @@ def test_deleting_a_token_revokes_it_and_inactive_users_are_refused(viewer):
     assert api_with(other_key).get("/api/v1/sites/").status_code == 401
 
 
-def test_admin_creates_a_token_and_sees_its_key_once(client, fleet_admin, viewer):
-    client.force_login(fleet_admin)
+def test_a_superuser_creates_a_token_and_sees_its_key_once(client, viewer):
+    from tests.support.builders import make_user
+
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
     response = client.post(
         "/admin/access/apitoken/add/", {"user": viewer.pk, "name": "robot"}, follow=True
     )

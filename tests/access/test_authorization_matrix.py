@@ -10,20 +10,30 @@ team's viewer is tied to team-b: the usage record and the (team-a) report of the
 Writes run inside a savepoint that is rolled back after each request, so every role meets the
 same data; permitted writes answer their success code (or 400 for a deliberately empty body:
 the permission passed, the input did not), forbidden ones 403.
+
+A second table, OBJECT_MATRIX (issue #28), holds one row per object and path — alert rules,
+report schedules, usage imports and exports, on create, edit and delivery — with a column for
+every role and team pairing (a viewer and a planner of team-a, of team-b and of every team,
+an administrator, and anonymous): what each is answered, or whether the e-mail, the import
+or the rows reach them.
+
+Speed: the world (tests/support/authz_world.py) is built once per module and pytest-xdist
+worker (tests/access/conftest.py, `authz_world`), and every route and every object row is a
+test of its own, so the workers share them out.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from tests.support.alpha_usage import SREPORT_TEXT, sacct_text
+from tests.support.alpha_usage import SACCT_LINES, sacct_text
 
 ROLES = ("anonymous", "viewer", "planner", "admin", "other_team")
 
@@ -133,6 +143,8 @@ MATRIX: dict[str, Entry] = {
     # -- login, admin ----------------------------------------------------------------------
     "login": Entry(None, (get((200, 200, 200, 200, 200)),)),
     "healthz": Entry(None, (get((200, 200, 200, 200, 200)), post((405, 405, 405, 405, 405)))),
+    # No worker ran a pulse in the fixture: the check fails, the same for everyone.
+    "healthz-worker": Entry(None, (get((503,) * 5), post((405,) * 5))),
     "logout": Entry(
         None,
         (
@@ -327,8 +339,9 @@ MATRIX: dict[str, Entry] = {
     "frontend:fleet-run-analysis": Entry(None, (get(PAGE_POST_ONLY), post(page_write(302)))),
     "frontend:inventory": Entry(None, read_page(PAGE)),
     **inventory_pages("site", "site"),
-    **inventory_pages("cluster", "cluster"),
-    **inventory_pages("pool", "pool"),
+    # Alpha and its pool hold usage records: an empty POST lacks the confirmation box (400).
+    **inventory_pages("cluster", "cluster", delete_ok=400),
+    **inventory_pages("pool", "pool", delete_ok=400),
     **inventory_pages("nodegroup", "nodegroup"),
     **inventory_pages("accelerator", "unused_accelerator"),
     "frontend:pool-add-nodegroup": Entry(pk("pool"), (get(PAGE_PLANNER), post(page_write(200)))),
@@ -449,158 +462,30 @@ def test_every_entry_checks_every_role():
             assert len(check.expected) == len(ROLES), name
 
 
-# -- the fixture fleet ----------------------------------------------------------------------
+# -- the routes, one test each --------------------------------------------------------------
+#
+# The world (tests/support/authz_world.py) is built once per module and pytest-xdist worker
+# (the `authz_world` fixture of tests/access/conftest.py); each route is a test of its own,
+# so the workers share the routes out, and each request runs in a savepoint rolled back after
+# it, so every role meets the same data.
 
 
-@pytest.fixture
-def objects(alpha, import_text, planner, fleet_admin, settings, tmp_path):
-    """One site and cluster, a pool of two node groups (H100 + A100), an analysis, a plan,
-    an inference plan, usage of team-a/b/c, an import job, a team-a schedule and report (with
-    a CSV), an export token and a finished export job of the viewer, a gres alias, a partition
-    mapping, a serving load."""
-    from django.core.files.base import ContentFile
-    from django.db import transaction
+@pytest.fixture(scope="module")
+def clients(authz_world, django_db_blocker):
+    """An API client per user of the world, logged in once (anonymous: not logged in)."""
     from rest_framework.test import APIClient
 
-    from accounting.models import (
-        GresAlias,
-        PartitionMapping,
-        ServingLoad,
-        SreportUtilization,
-        UsageRecord,
-    )
-    from accounting.rollups import refresh_usage_rollups
-    from alerts.models import AlertEvent, AlertRule
-    from exports import services as exports
-    from exports.models import ExportJob
-    from inventory.models import AcceleratorModel, NodeGroup, Pool
-    from planner.inference_plans import create_inference_plan
-    from reports.models import Report, ReportSchedule
-    from telemetry.models import HostPattern, PrometheusSource, TelemetryFetch
-    from tests.support.builders import team_viewer
-    from tests.support.inline import finished_analysis, run_plan_inline
+    made = {"anonymous": APIClient()}
+    with django_db_blocker.unblock():
+        for name, user in authz_world.users.items():
+            made[name] = APIClient()
+            made[name].force_login(user)
+    return made
 
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    viewer = team_viewer("viewer")
-    other = team_viewer("viewer-b", "team-b")
-    pool = Pool.objects.get(cluster=alpha)
-    a100 = AcceleratorModel.objects.get(name="A100 SXM4 80GB")
-    NodeGroup.objects.create(
-        pool=pool, name="a100-nodes", accelerator=a100, node_count=1, cards_per_node=8
-    )
-    job, _ = import_text(alpha, sacct_text())
-    import_text(alpha, SREPORT_TEXT, kind="sreport")
-    refresh_usage_rollups()
-    with transaction.atomic():
-        analysis = finished_analysis()
-    client = APIClient()
-    client.force_login(planner)
-    payload = {
-        "name": "matrix plan",
-        "workload": {"model_params": 7e9, "tokens": 1e11, "flops_per_param_token": 6},
-        "options_spec": {
-            "accelerators": ["H100 SXM5 80GB"],
-            "cards": [16],
-            "sites": [alpha.site_id],
-        },
-    }
-    created = client.post("/api/v1/plans/", payload, format="json")
-    assert created.status_code == 202, created.content
-    run_plan_inline(created.json()["id"])
-    schedule = ReportSchedule.objects.create(name="team-a weekly", scope="team", team="team-a")
-    start = dt.datetime(2024, 2, 26, tzinfo=dt.UTC)
-    report = Report.objects.create(
-        schedule=schedule,
-        period_start=start,
-        period_end=start + dt.timedelta(days=7),
-        status="delivery_failed",
-        numbers={},
-    )
-    report.csv_file.save("report.csv", ContentFile(b"a,b\n1,2\n"))
-    report.html_file.save("report.html", ContentFile(b"<h1>Report</h1>"))
-    token, clear = exports.create_token(owner=viewer, name="sheet", url="/api/v1/sites/")
-    export_job = ExportJob.objects.create(owner=viewer, path="/api/v1/sites/", status="succeeded")
-    export_job.file.save("export.xlsx", ContentFile(b"PK"))
-    unused = AcceleratorModel.objects.exclude(node_groups__isnull=False).order_by("pk").first()
-    nodegroup = NodeGroup.objects.filter(pool=pool).first()
-    site = alpha.site
-    history = {
-        name: obj.history.order_by("history_id").first().history_id
-        for name, obj in (
-            ("site", site),
-            ("cluster", alpha),
-            ("pool", pool),
-            ("nodegroup", nodegroup),
-            ("unused_accelerator", unused),
-        )
-    }
-    users = {"viewer": viewer, "planner": planner, "admin": fleet_admin, "other_team": other}
-    alert_rule = AlertRule.objects.create(
-        name="team-a budget",
-        metric="chargeback",
-        scope="team",
-        team="team-a",
-        direction="above",
-        threshold=10,
-        currency="USD",
-    )
-    alert_event = AlertEvent.objects.create(
-        rule=alert_rule, value=20, message="team-a budget: above", fired_at=start
-    )
-    telemetry_fetch = TelemetryFetch.objects.create(
-        cluster=alpha,
-        kind="prometheus",
-        period_start=start.date(),
-        period_end=start.date(),
-        status="succeeded",
-    )
-    return SimpleNamespace(
-        telemetry_source=PrometheusSource.objects.create(cluster=alpha, url="http://127.0.0.1:9/"),
-        host_pattern=HostPattern.objects.create(
-            cluster=alpha, pattern="gpu*", node_group=nodegroup
-        ),
-        telemetry_fetch=telemetry_fetch,
-        alert_rule=alert_rule,
-        alert_event=alert_event,
-        users=users,
-        site=site,
-        cluster=alpha,
-        pool=pool,
-        nodegroup=nodegroup,
-        accelerator=a100,
-        unused_accelerator=unused,
-        history=history,
-        analysis=analysis,
-        plan=SimpleNamespace(pk=created.json()["id"]),
-        inference_plan=create_inference_plan(
-            owner=planner,
-            name="served",
-            inputs={"model_params": 7e9, "input_tokens": 500, "output_tokens": 200, "cards": 8},
-        ),
-        record=UsageRecord.objects.get(account="team-a"),
-        import_job=job,
-        sreport=SreportUtilization.objects.first(),
-        gres_alias=GresAlias.objects.create(gres_type="hopper", accelerator=a100),
-        partition_mapping=PartitionMapping.objects.create(
-            cluster=alpha, partition="h100", pool=pool
-        ),
-        serving_load=ServingLoad.objects.create(
-            pool=pool,
-            period_start=start,
-            period_end=start + dt.timedelta(days=1),
-            served_tokens_per_s=100.0,
-            model_params=7e9,
-            weight_precision="bf16",
-            kv_precision="bf16",
-            input_tokens=500,
-            output_tokens=200,
-        ),
-        schedule=schedule,
-        report=report,
-        token=token,
-        token_clear=clear,
-        export_job=export_job,
-    )
+
+@functools.cache
+def _patterns() -> dict[str, str]:
+    return url_patterns()
 
 
 def _request(client, check: Check, url: str):
@@ -613,50 +498,592 @@ def _request(client, check: Check, url: str):
         else:
             response = method(url, check.data, format=check.format)
         transaction.set_rollback(True)  # every role meets the same data
+    _consume(response)
+    return response
+
+
+def _consume(response) -> None:
     if getattr(response, "streaming", False):
         # The test client's wrapper closes the file when consumed (never response.close():
         # it would fire request_finished and close the test database connection).
         b"".join(response.streaming_content)
-    return response
 
 
 @pytest.mark.django_db
-def test_authorization_matrix(objects, django_capture_on_commit_callbacks):
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_route(name, authz_world, clients, django_capture_on_commit_callbacks):
     from django.core.cache import caches
     from django.urls import reverse
     from rest_framework.test import APIClient
 
-    patterns = url_patterns()
-
-    def client_of(role: str) -> APIClient:
-        client = APIClient()
-        if role != "anonymous":
-            client.force_login(objects.users[role])
-        return client
-
-    clients = {role: client_of(role) for role in ROLES}
+    if name not in _patterns():
+        pytest.skip(f"{name} is not in the URLconf (test_no_entry_for_a_route_that_is_gone)")
+    entry = MATRIX[name]
+    url = reverse(name, kwargs=entry.kwargs(authz_world) if entry.kwargs else {})
     mismatches = []
-    for name, entry in sorted(MATRIX.items()):
-        if name not in patterns:
-            continue
-        kwargs = entry.kwargs(objects) if entry.kwargs else {}
-        url = reverse(name, kwargs=kwargs)
-        for check in entry.checks:
-            actual = []
-            for role in ROLES:
-                client = client_of(role) if check.fresh_client else clients[role]
-                caches["default"].clear()  # the export-token rate limit counts per token
-                with django_capture_on_commit_callbacks(execute=False):
-                    response = _request(client, check, url)
-                status = response.status_code
-                actual.append(status)
-                if status == 302 and role == "anonymous" and check.expected[0] == 302:
-                    login = "/admin/login/" if name.startswith("admin:") else "/accounts/login/"
-                    assert response["Location"].startswith(login), (name, response["Location"])
-            if tuple(actual) != check.expected:
-                query = f"?{check.query}" if check.query else ""
-                mismatches.append(
-                    f"{name} {check.method.upper()} {url}{query}: expected {check.expected}, "
-                    f"got {tuple(actual)}"
-                )
+    for check in entry.checks:
+        actual = []
+        for role in ROLES:
+            client = clients[role]
+            if check.fresh_client:
+                client = APIClient()
+                if role != "anonymous":
+                    client.force_login(authz_world.users[role])
+            caches["default"].clear()  # the export-token rate limit counts per token
+            with django_capture_on_commit_callbacks(execute=False):
+                response = _request(client, check, url)
+            actual.append(response.status_code)
+            if actual[-1] == 302 and role == "anonymous" and check.expected[0] == 302:
+                login = "/admin/login/" if name.startswith("admin:") else "/accounts/login/"
+                assert response["Location"].startswith(login), (name, response["Location"])
+        if tuple(actual) != check.expected:
+            query = f"?{check.query}" if check.query else ""
+            mismatches.append(
+                f"{check.method.upper()} {url}{query}: expected {check.expected}, "
+                f"got {tuple(actual)}"
+            )
     assert not mismatches, "Roles " + ", ".join(ROLES) + ":\n" + "\n".join(mismatches)
+
+
+# -- the objects: alert rules, schedules, imports and exports ---------------------------------
+#
+# Each row is one object and one path (create, edit, delivery), done once by (or for) every
+# role and team pairing of the world: a viewer, a planner of team-a, of team-b and of every
+# team, and an administrator. The objects are team-a's (or the fleet's), so team-a users may
+# see them and team-b users may not. "Delivery" is what reaches a person: an alert or report
+# e-mailed to the pairing's own address, an import run with its creator's rights, an export
+# link's rows, an export file downloaded. Each action is rolled back before the next.
+
+ACTORS = (
+    "anonymous",
+    "viewer_a",
+    "viewer_b",
+    "viewer_all",
+    "planner_a",
+    "planner_b",
+    "planner_all",
+    "admin",
+)
+SENT, HELD = "sent", "withheld"
+NA = "n/a"  # the path has no meaning for this column (a link has an owner, not a visitor)
+OK, FAIL = "succeeded", "failed"
+
+
+@dataclass(frozen=True)
+class Case:
+    object: str
+    path: str
+    what: str
+    act: Any  # (world, clients, actor) -> an outcome
+    expected: tuple
+
+    @property
+    def id(self) -> str:
+        return f"{self.object}: {self.path}: {self.what}"
+
+
+def own(actor: str) -> str:
+    """The actor's e-mail (anonymous: an address no account holds)."""
+    return f"{actor}@example.com"
+
+
+def api(method: str, url, body) -> Any:
+    """An API call as the actor; ``url`` and ``body`` may take (world, actor)."""
+
+    def act(world, clients, actor):
+        target = url(world) if callable(url) else url
+        data = body(world, actor) if callable(body) else body
+        fmt = "multipart" if any(hasattr(v, "read") for v in data.values()) else "json"
+        response = getattr(clients[actor], method)(target, data, format=fmt)
+        _consume(response)
+        return response.status_code
+
+    return act
+
+
+def page(url, body) -> Any:
+    def act(world, clients, actor):
+        response = clients[actor].post(url, body(world, actor), format="multipart")
+        return response.status_code
+
+    return act
+
+
+# -- alert rules
+
+
+def rule_body(world, actor, **extra) -> dict:
+    body = {
+        "name": "budget",
+        "metric": "chargeback",
+        "scope": "team",
+        "team": "team-a",
+        "direction": "above",
+        "threshold": 10,
+        "currency": "USD",
+        "recipients": [own(actor)],
+    }
+    return {**body, **extra}
+
+
+def rule_form(world, actor) -> dict:
+    body = rule_body(world, actor)
+    body["recipients_text"] = ",".join(body.pop("recipients"))
+    return {**body, "object_id": "", "window_days": 7, "enabled": "on"}
+
+
+def rule_url(world) -> str:
+    return f"/api/v1/alert-rules/{world.alert_rule.pk}/"
+
+
+def alert_delivery(rule: str, event: str) -> Any:
+    """The rule's event e-mailed to the actor's own address: does it arrive?"""
+
+    def act(world, clients, actor):
+        from django.core import mail
+
+        from alerts.models import AlertRule
+        from alerts.services import notify
+
+        AlertRule.objects.filter(pk=getattr(world, rule).pk).update(recipients=[own(actor)])
+        notify(getattr(world, event).pk)
+        return SENT if any(own(actor) in message.to for message in mail.outbox) else HELD
+
+    return act
+
+
+# -- report schedules
+
+
+def schedule_body(world, actor) -> dict:
+    return {
+        "name": "team-a daily",
+        "scope": "team",
+        "team": "team-a",
+        "template": "utilization",
+        "frequency": "daily",
+        "timezone": "UTC",
+        "recipient_addresses": [own(actor)],
+        "formats": ["csv"],
+    }
+
+
+def schedule_form(world, actor) -> dict:
+    body = schedule_body(world, actor)
+    body["recipient_addresses"] = own(actor)
+    return {**body, "send_time": "07:00", "enabled": "on"}
+
+
+def schedule_url(world) -> str:
+    return f"/api/v1/report-schedules/{world.schedule.pk}/"
+
+
+# The report period of the delivery rows: alpha's day of usage (the world's team-a report
+# is of the week around it).
+REPORT_DAY = (dt.datetime(2024, 3, 1, tzinfo=dt.UTC), dt.datetime(2024, 3, 2, tzinfo=dt.UTC))
+
+
+def _schedule_of(world, kind: str):
+    return world.schedule if kind == "team" else world.fleet_schedule
+
+
+def report_delivery(kind: str) -> Any:
+    """A generated report of the schedule e-mailed to the actor's address: does it arrive?
+    (Its numbers are computed once per process: the rows compare recipients, not figures.)"""
+    numbers: dict[str, dict] = {}
+
+    def act(world, clients, actor):
+        from django.core import mail
+
+        from reports import content, periods, services
+        from reports.models import Report
+
+        schedule = _schedule_of(world, kind)
+        period = periods.Period(*REPORT_DAY)
+        if kind not in numbers:
+            numbers[kind] = content.build_numbers(schedule, period)
+        report = Report.objects.create(
+            schedule=schedule,
+            period_start=period.start,
+            period_end=period.end,
+            status="generated",
+            numbers=numbers[kind],
+            recipients=[own(actor)],
+        )
+        services.deliver(report.pk)
+        return SENT if any(own(actor) in message.to for message in mail.outbox) else HELD
+
+    return act
+
+
+def generated_for(kind: str) -> Any:
+    """Every pairing a recipient of the schedule (a user; anonymous: an address nobody holds),
+    the report generated once: is the pairing's address among the report's recipients?"""
+    chosen: dict[str, list[str]] = {}  # one generation serves every column
+
+    def act(world, clients, actor):
+        if kind not in chosen:
+            chosen[kind] = _generate_for_everyone(world, _schedule_of(world, kind))
+        return SENT if own(actor) in chosen[kind] else HELD
+
+    return act
+
+
+def _generate_for_everyone(world, schedule) -> list[str]:
+    from reports import periods, services
+
+    schedule.recipient_users.set([world.users[actor] for actor in ACTORS[1:]])
+    schedule.recipient_addresses = [own("anonymous")]
+    schedule.save()
+    report, _ = services.get_or_create_report(schedule, periods.Period(*REPORT_DAY))
+    assert services.generate(report.pk).done
+    report.refresh_from_db()
+    return report.recipients
+
+
+# -- usage imports
+
+
+def usage_upload(lines=None) -> Any:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    def body(world, actor) -> dict:
+        text = sacct_text(lines).encode()
+        upload = SimpleUploadedFile("usage.sacct", text, content_type="text/plain")
+        return {"kind": "sacct", "cluster": world.cluster.pk, "file": upload, "timezone": "UTC"}
+
+    return body
+
+
+def usage_form(lines=None) -> Any:
+    def body(world, actor) -> dict:
+        text = sacct_text(lines)
+        return {
+            "kind": "sacct",
+            "cluster": world.cluster.pk,
+            "pasted_text": text,
+            "timezone": "UTC",
+        }
+
+    return body
+
+
+def import_run(lines=None) -> Any:
+    """An import of the file run as the worker runs it, created by the actor (anonymous: no
+    creator, as the import_usage command): did it store the usage?"""
+
+    def act(world, clients, actor):
+        from django.core.files.base import ContentFile
+
+        from accounting import services
+        from accounting.models import ImportJob
+
+        upload = ContentFile(sacct_text(lines).encode(), name="usage.sacct")
+        job = services.create_import_job(
+            kind="sacct", cluster=world.cluster, upload=upload, queue=False
+        )
+        creator = world.users.get(actor)
+        ImportJob.objects.filter(pk=job.pk).update(created_by=creator)
+        services.run_import_job(job.pk, str(job.run_id))
+        return ImportJob.objects.get(pk=job.pk).status
+
+    return act
+
+
+# -- exports
+
+
+def token_fetch(world, clients, actor):
+    """The rows a usage-records link of the actor gives anyone who opens it."""
+    from exports import services
+
+    _, clear = services.create_token(
+        owner=world.users[actor], name="usage", url="/api/v1/usage-records/"
+    )
+    response = clients["anonymous"].get(f"/api/v1/export/{clear}/")
+    _consume(response)
+    return int(response["X-Export-Rows"]) if response.status_code == 200 else response.status_code
+
+
+def job_download(teams) -> Any:
+    """The actor downloads their finished export file built with ``teams`` (None: all)."""
+
+    def act(world, clients, actor):
+        from django.core.files.base import ContentFile
+
+        from exports.models import ExportJob
+
+        owner = world.users.get(actor, world.users["admin"])
+        job = ExportJob.objects.create(
+            owner=owner, path="/api/v1/usage-records/", status="succeeded", built_for_teams=teams
+        )
+        job.file.save("export.xlsx", ContentFile(b"PK"))
+        response = clients[actor].get(f"/api/v1/export-jobs/{job.pk}/download/")
+        _consume(response)
+        return response.status_code
+
+    return act
+
+
+TEAM_A_LINES = SACCT_LINES[:3]  # alpha's day: the team-a job alone
+TEAM_A_USAGE = "/api/v1/usage-records/?team=team-a"
+
+# Columns: anonymous, viewer_a, viewer_b, viewer_all, planner_a, planner_b, planner_all, admin.
+OBJECT_MATRIX: tuple[Case, ...] = (
+    # -- alert rules: planners write; a team-b planner meets team-a's rule as 404 or 403
+    Case(
+        "alert rule",
+        "create",
+        "team-a rule (API)",
+        api("post", "/api/v1/alert-rules/", rule_body),
+        (401, 403, 403, 403, 201, 403, 201, 201),
+    ),
+    Case(
+        "alert rule",
+        "create",
+        "team-a rule (page)",
+        page("/alerts/", rule_form),
+        (302, 403, 403, 403, 302, 400, 302, 302),
+    ),
+    Case(
+        "alert rule",
+        "create",
+        "fleet rule (API)",
+        api(
+            "post",
+            "/api/v1/alert-rules/",
+            lambda w, a: rule_body(
+                w, a, metric="mfu", scope="fleet", team="", currency="", threshold=0.4
+            ),
+        ),
+        (401, 403, 403, 403, 403, 403, 201, 201),
+    ),
+    Case(
+        "alert rule",
+        "create",
+        "team-a rule e-mailed to a team-b viewer (API)",
+        api(
+            "post",
+            "/api/v1/alert-rules/",
+            lambda w, a: {**rule_body(w, a), "recipients": [own("viewer_b")]},
+        ),
+        (401, 403, 403, 403, 400, 403, 400, 400),
+    ),
+    Case(
+        "alert rule",
+        "edit",
+        "threshold of planner_a's team-a rule",
+        api("patch", rule_url, {"threshold": 20}),
+        (401, 403, 403, 403, 200, 404, 200, 200),
+    ),
+    Case(
+        "alert rule",
+        "edit",
+        "move planner_a's rule to team-b",
+        api("patch", rule_url, {"team": "team-b"}),
+        (401, 403, 403, 403, 403, 404, 200, 200),
+    ),
+    Case(
+        "alert rule",
+        "edit",
+        "recipients of planner_a's rule: the actor's address",
+        api("patch", rule_url, lambda w, a: {"recipients": [own(a)]}),
+        (401, 403, 403, 403, 200, 404, 403, 200),
+    ),
+    Case(
+        "alert rule",
+        "edit",
+        "recipients of planner_a's rule: a team-b viewer",
+        api("patch", rule_url, {"recipients": [own("viewer_b")]}),
+        (401, 403, 403, 403, 400, 404, 403, 400),
+    ),
+    Case(
+        "alert rule",
+        "delivery",
+        "team-a rule's alert",
+        alert_delivery("alert_rule", "alert_event"),
+        (HELD, SENT, HELD, SENT, SENT, HELD, SENT, SENT),
+    ),
+    Case(
+        "alert rule",
+        "delivery",
+        "fleet rule's alert",
+        alert_delivery("fleet_rule", "fleet_event"),
+        (HELD, HELD, HELD, SENT, HELD, HELD, SENT, SENT),
+    ),
+    # -- report schedules: administrators write; planners run; recipients who may see it
+    Case(
+        "schedule",
+        "create",
+        "team-a schedule (API)",
+        api("post", "/api/v1/report-schedules/", schedule_body),
+        (401, 403, 403, 403, 403, 403, 403, 201),
+    ),
+    Case(
+        "schedule",
+        "create",
+        "team-a schedule (page)",
+        page("/reports/schedules/new/", schedule_form),
+        (302, 403, 403, 403, 403, 403, 403, 302),
+    ),
+    Case(
+        "schedule",
+        "edit",
+        "name of the team-a schedule",
+        api("patch", schedule_url, {"name": "renamed"}),
+        (401, 403, 403, 403, 403, 403, 403, 200),
+    ),
+    Case(
+        "schedule",
+        "edit",
+        "recipients of the team-a schedule: a team-b viewer",
+        api("patch", schedule_url, {"recipient_addresses": [own("viewer_b")]}),
+        (401, 403, 403, 403, 403, 403, 403, 400),
+    ),
+    Case(
+        "schedule",
+        "edit",
+        "run the team-a schedule now",
+        api("post", lambda w: f"{schedule_url(w)}run/", {"day": "2024-03-01"}),
+        (401, 403, 403, 403, 200, 404, 200, 200),
+    ),
+    Case(
+        "schedule",
+        "delivery",
+        "team-a report: recipients chosen at generation",
+        generated_for("team"),
+        (HELD, SENT, HELD, SENT, SENT, HELD, SENT, SENT),
+    ),
+    Case(
+        "schedule",
+        "delivery",
+        "team-a report e-mailed",
+        report_delivery("team"),
+        (HELD, SENT, HELD, SENT, SENT, HELD, SENT, SENT),
+    ),
+    Case(
+        "schedule",
+        "delivery",
+        "fleet report: recipients chosen at generation",
+        generated_for("fleet"),
+        (HELD, HELD, HELD, SENT, HELD, HELD, SENT, SENT),
+    ),
+    Case(
+        "schedule",
+        "delivery",
+        "fleet report e-mailed",
+        report_delivery("fleet"),
+        (HELD, HELD, HELD, SENT, HELD, HELD, SENT, SENT),
+    ),
+    # -- usage imports: planners import their own teams' usage only
+    Case(
+        "import",
+        "create",
+        "team-a usage (API)",
+        api("post", "/api/v1/usage-records/import/", usage_upload(TEAM_A_LINES)),
+        (401, 403, 403, 403, 202, 400, 202, 202),
+    ),
+    Case(
+        "import",
+        "create",
+        "team-a, team-b and team-c usage (API)",
+        api("post", "/api/v1/usage-records/import/", usage_upload()),
+        (401, 403, 403, 403, 400, 400, 202, 202),
+    ),
+    Case(
+        "import",
+        "create",
+        "team-a usage (page)",
+        page("/usage/import/", usage_form(TEAM_A_LINES)),
+        (302, 403, 403, 403, 302, 400, 302, 302),
+    ),
+    Case(
+        "import",
+        "delivery",
+        "team-a usage, run with its creator's rights",
+        import_run(TEAM_A_LINES),
+        (OK, FAIL, FAIL, FAIL, OK, FAIL, OK, OK),
+    ),
+    Case(
+        "import",
+        "delivery",
+        "every team's usage, run with its creator's rights",
+        import_run(),
+        (OK, FAIL, FAIL, FAIL, FAIL, FAIL, OK, OK),
+    ),
+    # -- exports: any role shares what it may read, and the rows are its own teams'
+    Case(
+        "export",
+        "create",
+        "link to team-a's usage",
+        api("post", "/api/v1/export-tokens/", {"name": "usage", "url": TEAM_A_USAGE}),
+        (401, 201, 403, 201, 201, 403, 201, 201),
+    ),
+    Case(
+        "export",
+        "create",
+        "link to the telemetry sources (administrators read them)",
+        api("post", "/api/v1/export-tokens/", {"name": "s", "url": "/api/v1/telemetry/sources/"}),
+        (401, 403, 403, 403, 403, 403, 403, 201),
+    ),
+    Case(
+        "export",
+        "create",
+        "background export of team-a's usage",
+        api("post", "/api/v1/export-jobs/", {"url": TEAM_A_USAGE}),
+        (401, 202, 403, 202, 202, 403, 202, 202),
+    ),
+    Case(
+        "export",
+        "delivery",
+        "rows of the actor's own usage link",
+        token_fetch,
+        (NA, 1, 1, 3, 1, 1, 3, 3),
+    ),
+    Case(
+        "export",
+        "delivery",
+        "download of the actor's file built with every team",
+        job_download(None),
+        (401, 403, 403, 200, 403, 403, 200, 200),
+    ),
+    Case(
+        "export",
+        "delivery",
+        "download of the actor's file built with team-a",
+        job_download(["team-a"]),
+        (401, 200, 403, 200, 200, 403, 200, 200),
+    ),
+)
+
+
+def test_every_case_has_a_column_per_actor():
+    for case in OBJECT_MATRIX:
+        assert len(case.expected) == len(ACTORS), case.id
+    covered = {(case.object, case.path) for case in OBJECT_MATRIX}
+    objects = ("alert rule", "schedule", "import", "export")
+    paths = ("create", "edit", "delivery")
+    edited = {"alert rule", "schedule"}  # imports and exports have no edit: they are redone
+    assert covered == {(o, p) for o in objects for p in paths if p != "edit" or o in edited}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", OBJECT_MATRIX, ids=lambda case: case.id)
+def test_object(case, authz_world, clients, django_capture_on_commit_callbacks):
+    from django.core import mail
+    from django.core.cache import caches
+    from django.db import transaction
+
+    actual = []
+    for actor, expected in zip(ACTORS, case.expected, strict=True):
+        if expected == NA:
+            actual.append(NA)
+            continue
+        mail.outbox.clear()
+        caches["default"].clear()
+        with django_capture_on_commit_callbacks(execute=False), transaction.atomic():
+            actual.append(case.act(authz_world, clients, actor))
+            transaction.set_rollback(True)  # every pairing meets the same data
+    assert tuple(actual) == case.expected, (
+        f"{case.id}\n  {ACTORS}\n  expected {case.expected}\n  got      {tuple(actual)}"
+    )

@@ -39,12 +39,49 @@ def test_usage_upload_of_a_zip_bomb_is_refused_at_once(client_for, planner, demo
     assert not ImportJob.objects.exists()
 
 
+SREPORT_HEADER = (
+    b"Cluster Utilization 2025-02-01T00:00:00 - 2025-02-28T23:59:59\n"
+    b"Usage reported in TRES Hours\n"
+    b"Cluster|TRES Name|Allocated|Down|PLND Down|Idle|Planned|Reported\n"
+)
+CSV_HEADER = b"\xef\xbb\xbfcluster,job_id,cards,start,end,state,accelerator_model\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "message"),
+    [
+        ("sacct", b"JobID|Start\n1|" + "é|±|\x7f|\\|".encode() * 400, "line 1, column AllocTRES"),
+        (
+            "sreport",
+            b"Cluster|TRES Name|Allocated\nalpha|gres/gpu|NaN\n",
+            "this is the sreport report unknown",
+        ),
+        ("csv", b"\xef\xbb\xbfcluster,job_id,cards\n" + b"a,b,1e999\n" * 5, "line 1, column start"),
+    ],
+)
+def test_bad_headers_are_refused_at_upload_and_store_nothing(
+    client_for, planner, demo_fleet, kind, content, message
+):
+    cluster = Cluster.objects.get(name="train-hetero")
+    answer = client_for(planner).post(
+        "/api/v1/usage-records/import/",
+        {"file": upload(f"usage.{kind}", content), "kind": kind, "cluster": cluster.pk},
+        format="multipart",
+    )
+    assert answer.status_code == 400, answer.content
+    assert message in answer.json()["file"]
+    assert not ImportJob.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("kind", "content"),
     [
-        ("sacct", b"JobID|Start\n1|" + "é|±|\x7f|\\|".encode() * 400),
-        ("sreport", b"Cluster|TRES Name|Allocated\nalpha|gres/gpu|NaN\n"),
-        ("csv", b"\xef\xbb\xbfcluster,job_id,cards\n" + b"a,b,1e999\n" * 5),
+        (
+            "sacct",
+            b"JobID|Start|End|State|AllocTRES\n1|" + "é|±|\x7f|\\|".encode() * 400,
+        ),
+        ("sreport", SREPORT_HEADER + b"alpha|gres/gpu|NaN|0|0|0|0|0\n"),
+        ("csv", CSV_HEADER + b"a,b,1e999,2025-01-01,2025-01-02,completed,h100\n" * 5),
         ("xlsx", xlsx_bytes([["cluster", "job_id", "cards"], ["train-hetero", "1", "=1/0"]])),
     ],
 )

@@ -73,10 +73,9 @@ def test_reported_above_the_inventory_is_refused_naming_both_numbers(orion):
         ("sreport_cpu_default.txt", "this is a CPU report: run sreport -P -t hours -T gres/gpu"),
         ("sreport_cpu_hours_banner.txt", "this is a CPU report"),
         ("sreport_billing.txt", "no gres/gpu rows (this report has billing)"),
-        ("sreport_fixed_width.txt", "fixed-width output: re-run with -P (parsable)"),
     ],
 )
-def test_cpu_billing_and_fixed_width_reports_store_nothing(orion, name, message):
+def test_cpu_and_billing_reports_store_nothing(orion, name, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run(name, "sreport", "--no-progress")
     assert SreportUtilization.objects.count() == 0
@@ -243,18 +242,35 @@ def test_upload_page_previews_without_storing(orion, client, planner):
     assert 'data-preview="card-hours">22.0<' in html  # 16 (physics) + 6 (MIG, lattice)
     assert 'data-gres="a100_3g.20gb"' in html and "A100 SXM4 40GB" in html
     assert ImportJob.objects.count() == 0 and UsageRecord.objects.count() == 0
-    refused = client.post(
+    report = client.post(
         "/usage/import/",
         {
             "cluster": orion.pk,
             "kind": "sreport",
             "timezone": "UTC",
             "action": "preview",
-            "pasted_text": "Cluster|TRES Name|Allocated\n",
+            "pasted_text": (FIXTURES / "sreport_fixed_width.txt").read_text(),
         },
     )
-    assert refused.status_code == 400
-    assert "Preview reads job files" in refused.content.decode()
+    assert report.status_code == 200
+    assert 'data-preview="card-hours">5280.0<' in report.content.decode()  # Allocated
+    assert ImportJob.objects.count() == 0
+
+
+def test_an_sreport_preview_has_the_fields_of_the_import(orion, client_for, planner):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    text = (FIXTURES / "sreport_account_by_user.txt").read_bytes()
+    answer = client_for(planner).post(
+        "/api/v1/usage-records/import/preview/",
+        {"file": SimpleUploadedFile("teams.txt", text), "kind": "sreport", "cluster": orion.pk},
+        format="multipart",
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["valid"] and body["report"] == "cluster AccountUtilizationByUser"
+    assert sum(team["card_hours"] for team in body["teams"]) == body["card_hours"]
+    assert SreportUtilization.objects.count() == 0 and UsageRecord.objects.count() == 0
 
 
 def test_the_card_question_is_answered_with_an_alias_for_this_cluster_only(
@@ -338,3 +354,10 @@ def test_reqgres_only_files_import_with_a_lower_bound_warning(orion, tmp_path):
     record = UsageRecord.objects.get()
     assert record.card_hours == 4.0 and record.accelerator.name == "A100 SXM4 40GB"
     assert any("ReqGRES" in warning for warning in ImportJob.objects.get().warnings)
+
+
+def test_fixed_width_report_imports_like_its_parsable_form(orion):
+    run("sreport_fixed_width.txt", "sreport", "--no-progress")
+    row = SreportUtilization.objects.get()
+    assert (row.allocated_card_hours, row.down_card_hours) == (5280, 96)
+    assert (row.planned_down_card_hours, row.reported_card_hours) == (48, 8064)

@@ -83,6 +83,8 @@ def smtp_inbox():
 def test_a_rule_fires_once_per_crossing_through_the_worker(celery_worker, smtp_inbox):
     from alerts.tasks import evaluate_alerts
 
+    # A fleet rule's e-mail goes only to an account that sees every team (access.recipients).
+    make_user("ops", "viewer", email="ops@example.com")
     rule = mfu_rule()
     analysis = stored_fleet_analysis(mfu=0.30, now=NOW)
 

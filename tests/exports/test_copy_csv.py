@@ -41,6 +41,8 @@ HOSTILE_TEXT = [
     "＋cmd",
     "－A1",
     "＠SUM(A1)",
+    "\u202eexe.txt",  # bidi override and zero-width characters are dropped (engine.text)
+    "\u200b=1+1",  # … before the formula check: the hidden "=" is defused
 ]
 
 
@@ -98,6 +100,7 @@ def test_copy_writes_every_cell_as_the_python_writer_does(
             assert ours == theirs, (name, ours, theirs)
     labels = {row[header.index("job_label")] for row in fast_rows[1:]}
     assert {'\'=HYPERLINK("http://x")', "'\tlead tab", "-1.5", "+3e9", "'-"} <= labels
+    assert {"exe.txt", "'=1+1"} <= labels
     starts = {row[header.index("start")] for row in fast_rows[1:]}
     assert {"2024-03-01T10:00:00Z", "2024-03-01T10:00:00.250001Z"} <= starts
 

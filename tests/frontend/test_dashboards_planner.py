@@ -145,6 +145,7 @@ def test_the_form_creates_a_plan_with_the_inputs_it_shows(
         "pools": [pool.pk],
         "history_days": 30,
         "cost_basis": "rental",
+        "site_kind": "production",
     }
     assert plan.levers == [{"name": "colocation", "one_off_cost": 500000.0}]
 

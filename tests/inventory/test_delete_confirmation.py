@@ -1,5 +1,7 @@
-"""Deleting a cluster with usage data needs a confirmation (`?cascade=true`) and names what it
-would delete; an object nothing depends on is deleted at once; the schema documents both."""
+"""Deleting needs a confirmation when it would take other rows with it, and names them: a
+cluster with usage data needs ``?confirm=delete-usage`` (its records, their period and the
+rest are named; it is then hidden, restorable: tests/inventory/test_soft_delete.py); an
+object nothing depends on is deleted at once; the schema documents both."""
 
 from __future__ import annotations
 
@@ -26,17 +28,22 @@ def test_cluster_delete_names_what_it_would_delete_until_confirmed(
     refused = client.delete(url)
     assert refused.status_code == 409
     detail = refused.json()["detail"]
-    assert f"{records:,} usage records" in detail and "1 import job" in detail
-    assert "1 pool" in detail and "?cascade=true" in detail
+    assert f"{records:,} usage records (2024-" in detail and "1 import job" in detail
+    assert "1 pool" in detail and "?confirm=delete-usage" in detail
+    assert refused.json()["measured"][0]["count"] == records
     assert refused.json()["would_delete"]["usage records"] == records
     assert Cluster.objects.filter(pk=alpha.pk).exists()
     assert UsageRecord.objects.filter(cluster=alpha).count() == records
 
-    assert client.delete(url, QUERY_STRING="cascade=yes").status_code == 409
-    assert client.delete(url + "?cascade=true").status_code == 204
+    # The old confirmation no longer covers measured data.
+    assert client.delete(url + "?cascade=true").status_code == 409
+    assert client.delete(url, QUERY_STRING="confirm=yes").status_code == 409
+    assert client.delete(url + "?confirm=delete-usage").status_code == 204
     assert not Cluster.objects.filter(pk=alpha.pk).exists()
-    assert not UsageRecord.objects.exists() and not ImportJob.objects.exists()
-    assert not Pool.objects.filter(cluster_id=alpha.pk).exists()
+    assert not UsageRecord.objects.exists() and not Pool.objects.filter(cluster=alpha).exists()
+    # Hidden, not gone: restorable until the retention task purges it.
+    assert UsageRecord._base_manager.filter(cluster_id=alpha.pk).count() == records
+    assert ImportJob.objects.filter(cluster_id=alpha.pk).exists()
 
 
 @pytest.mark.django_db
@@ -57,5 +64,5 @@ def test_the_schema_documents_the_delete_confirmation():
     out = io.StringIO()
     call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
     operation = yaml.safe_load(out.getvalue())["paths"]["/api/v1/clusters/{id}/"]["delete"]
-    assert "cascade" in [p["name"] for p in operation["parameters"]]
+    assert {"cascade", "confirm"} <= {p["name"] for p in operation["parameters"]}
     assert "409" in operation["responses"]

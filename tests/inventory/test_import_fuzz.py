@@ -21,7 +21,7 @@ from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from tests.support.hostile import NASTY, xlsx_bytes, zip_bomb
 
 pytestmark = pytest.mark.django_db
-DB_FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+DB_FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 SITE_COLUMNS = ["name", "pue", "tariff_per_kwh", "currency", "cooling_type", "metered_period_start"]
 NODE_GROUP_COLUMNS = ["site", "cluster", "pool", "name", "accelerator", "node_count", "mfu"]

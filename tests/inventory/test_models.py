@@ -100,13 +100,13 @@ def test_planned_utilization_in_zero_one(pool):
 
 def test_cluster_names_are_unique_per_site_only(site):
     Cluster.objects.create(site=site, name="shared-name")
-    assert "__all__" in errors_of(Cluster(site=site, name="shared-name"))
+    assert "name" in errors_of(Cluster(site=site, name="shared-name"))
     other = Site.objects.create(name="Site B")
     Cluster(site=other, name="shared-name").full_clean()
 
 
 def test_pool_and_node_group_names_are_unique_per_parent(pool, a100):
-    assert "__all__" in errors_of(Pool(cluster=pool.cluster, name="p1"))
+    assert "name" in errors_of(Pool(cluster=pool.cluster, name="p1"))
     NodeGroup.objects.create(pool=pool, name="g", accelerator=a100, node_count=1)
     assert "__all__" in errors_of(NodeGroup(pool=pool, name="g", accelerator=a100, node_count=2))
 

@@ -8,7 +8,7 @@ import pytest
 
 from reports import periods, services
 from reports.models import Report, ReportSchedule
-from tests.support.builders import APR, MAR
+from tests.support.builders import APR, MAR, mailbox
 
 pytestmark = pytest.mark.django_db
 
@@ -107,7 +107,7 @@ def test_planner_runs_now_and_a_second_run_sends_nothing_new(client, planner, ge
     february = Report.objects.get(period_start=dt.datetime(2024, 2, 1, tzinfo=dt.UTC))
     assert response["Location"] == f"/reports/{february.pk}/"
     assert february.requested_by == planner and february.trigger == "manual"
-    bad = client.post(f"/reports/schedules/{schedule.pk}/run/", {"day": "2999-01-01"})
+    bad = client.post(f"/reports/schedules/{schedule.pk}/run/", {"day": "2099-01-01"})
     assert bad.status_code == 200 and "has not ended yet" in bad.content.decode()
 
 
@@ -124,6 +124,8 @@ def test_planner_previews_a_period_without_storing_it(client, planner, generated
 
 
 def test_admin_creates_edits_pauses_and_deletes_a_schedule(client, fleet_admin, report_fleet):
+    for address in ("owner@example.com", "ops@example.com"):
+        mailbox(address)
     client.force_login(fleet_admin)
     assert client.get("/reports/schedules/new/").status_code == 200
     form = {
@@ -186,6 +188,11 @@ def test_demo_schedules_load_once(demo_fleet):
         "quarterly",
     }
     assert all(s.next_run_at for s in ReportSchedule.objects.all())
+    # Each list address has an account that sees every team, so the reports reach it.
+    from reports.authorization import deliverable
+
+    for schedule in ReportSchedule.objects.all():
+        assert deliverable(schedule).withheld == (), schedule.name
 
 
 def test_django_admin_lists_schedules_and_reports(client, django_user_model, generated):

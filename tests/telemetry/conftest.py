@@ -18,6 +18,13 @@ from tests.support import dcgm
 from tests.support.prometheus import PROMETHEUS, PROMTOOL, PrometheusServer
 
 
+@pytest.fixture(autouse=True)
+def loopback_prometheus(settings):
+    """These tests' Prometheus and stub servers listen on 127.0.0.1, which the outbound policy
+    refuses unless told (core.outbound): told here, explicitly."""
+    settings.FLEETWISE_OUTBOUND_ALLOW_LOOPBACK = True
+
+
 @pytest.fixture(scope="session")
 def dcgm_history(tmp_path_factory) -> Path:
     """The generated OpenMetrics file and the TSDB promtool built from it."""

@@ -117,14 +117,14 @@ def test_sources_are_for_admins_and_never_show_the_token(client_for, viewer, fle
     admin = client_for(fleet_admin)
     created = admin.post(
         "/api/v1/telemetry/sources/",
-        {"cluster": gpu_cluster.pk, "url": "http://prom:9090", "token": "tok", "step_s": 60},
+        {"cluster": gpu_cluster.pk, "url": "http://127.0.0.1:9090", "token": "tok", "step_s": 60},
         format="json",
     )
     assert created.status_code == 201, created.content
     assert created.json()["has_token"] is True and "token" not in created.json()
     bad = admin.post(
         "/api/v1/telemetry/sources/",
-        {"cluster": gpu_cluster.pk, "url": "http://p:9090", "step_s": 1,
+        {"cluster": gpu_cluster.pk, "url": "http://127.0.0.1:9091", "step_s": 1,
          "label_selector": 'x="a"}) or vector(1'},
         format="json",
     )  # fmt: skip

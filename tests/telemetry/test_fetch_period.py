@@ -49,3 +49,14 @@ def test_the_api_answers_a_long_fetch_with_the_same_reason(client_for, planner, 
             "(one fetch covers at most a quarter): fetch a longer period in parts."
         ]
     }
+
+
+def test_a_number_beyond_a_double_is_a_400_not_a_500(client_for, planner, cluster):
+    response = client_for(planner).generic(
+        "POST",
+        "/api/v1/telemetry/fetches/",
+        '{"cluster": 1e400, "start": "2026-01-01", "end": "2026-01-02"}',
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert "out of range" in response.json()["detail"]

@@ -49,3 +49,17 @@ def test_prometheus_stopped_mid_fetch_keeps_previous_rollups(
     assert "failed" in result
     assert sorted(GpuDay.objects.values_list("pk", "energy_kwh")) == before
     assert sorted(JobDay.objects.values_list("pk", "idle_card_hours")) == jobs_before
+
+
+def test_a_selector_matching_no_series_is_no_data_not_a_failure(gpu_cluster, prometheus):
+    """Prometheus answers every query with no series: the fetch succeeds with nothing."""
+    from telemetry.models import GpuDay, PrometheusSource
+
+    PrometheusSource.objects.create(
+        cluster=gpu_cluster, url=prometheus.url, label_selector='cluster="none"'
+    )
+    fetch, _ = fetch_from(gpu_cluster, prometheus.url)
+    assert fetch.status == "succeeded", fetch.error
+    assert fetch.warnings == ["No DCGM samples in the period."]
+    assert (fetch.gpus, fetch.gpu_days, fetch.job_days) == (0, 0, 0)
+    assert not GpuDay.objects.filter(cluster=gpu_cluster).exists()

@@ -54,7 +54,7 @@ def test_a_broken_export_fails_whole_and_keeps_earlier_rows(gpu_cluster):
 
 
 def test_samples_without_timestamps_are_refused():
-    from telemetry.fetch import ExportError, parse_export
+    from telemetry.export_text import ExportError, parse_export
 
     with pytest.raises(ExportError, match="without a timestamp"):
         parse_export('DCGM_FI_DEV_POWER_USAGE{gpu="0",Hostname="h"} 300\n')

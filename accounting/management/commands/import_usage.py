@@ -53,7 +53,13 @@ class Command(BaseCommand):
         parser.add_argument("--kind", required=True, choices=ImportKind.values)
         parser.add_argument("--cluster", required=True, help="Cluster id, name or site/name.")
         parser.add_argument("--timezone", default="UTC", help="Zone the times are printed in.")
-        parser.add_argument("--exported-at", help="Export time, for running jobs (ISO 8601).")
+        parser.add_argument(
+            "--as-of",
+            "--exported-at",
+            dest="exported_at",
+            help="The export's as-of time (ISO 8601), used when the file holds no time of its "
+            "own; running jobs count up to the as-of time.",
+        )
         parser.add_argument("--period-start", help="sreport without banner: period start.")
         parser.add_argument("--period-end", help="sreport without banner: period end.")
         parser.add_argument(
@@ -86,7 +92,7 @@ class Command(BaseCommand):
                 source_name=path.name,
                 size_bytes=path.stat().st_size,
                 timezone_name=options["timezone"],
-                exported_at=_aware(options["exported_at"], "exported-at"),
+                exported_at=_aware(options["exported_at"], "as-of"),
                 report_period_start=_aware(options["period_start"], "period-start"),
                 report_period_end=_aware(options["period_end"], "period-end"),
                 parse_options={

@@ -6,6 +6,7 @@ import datetime as dt
 
 from django.core.management.base import BaseCommand
 
+from access.services import mailing_list_account
 from inventory.models import Cluster
 from reports import services
 from reports.models import ReportSchedule
@@ -56,6 +57,9 @@ class Command(BaseCommand):
                 values["cluster"] = cluster
             if ReportSchedule.objects.filter(name=values["name"]).exists():
                 continue
+            for address in values["recipient_addresses"]:
+                # A report goes only to accounts that may see it: the lists get one each.
+                mailing_list_account(address, note="demo mailing list")
             services.save_schedule(ReportSchedule(**values))
             created += 1
         self.stdout.write(f"{created} report schedule(s) created.")

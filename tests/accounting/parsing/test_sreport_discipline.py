@@ -6,6 +6,7 @@ accepted one is checked against card-hours counted by hand from its lines.
 
 from __future__ import annotations
 
+import io
 from datetime import datetime
 from pathlib import Path
 
@@ -93,8 +94,22 @@ def test_bannerless_headerless_report_needs_columns_unit_and_period():
     assert frame.loc[0, "period_end"] == pd.Timestamp("2025-03-01", tz="UTC")
 
 
-def test_fixed_width_output_asks_for_parsable():
-    assert messages("sreport_fixed_width.txt") == [
+def test_fixed_width_output_is_read_by_its_dashed_line():
+    frame = read_sreport(FIXTURES / "sreport_fixed_width.txt")
+    row = frame.iloc[0]
+    assert (row["cluster"], row["tres_name"]) == ("orion", "gres/gpu")
+    figures = [row[f"{name}_card_hours"] for name in ("allocated", "down", "planned_down")]
+    assert figures == [5280, 96, 48]
+    assert (row["idle_card_hours"], row["reported_card_hours"]) == (2640, 8064)
+    assert row["period_end"] == pd.Timestamp("2025-03-01", tz="UTC")
+
+
+def test_a_fixed_width_header_without_its_dashed_line_asks_for_parsable():
+    text = (FIXTURES / "sreport_fixed_width.txt").read_text().splitlines()
+    del text[5]  # the dashed line under the header
+    with pytest.raises(UsageValidationError) as raised:
+        read_sreport(io.BytesIO("\n".join(text).encode()))
+    assert [str(issue) for issue in raised.value.issues] == [
         "line 5, column Cluster: fixed-width output: re-run with -P (parsable)"
     ]
 

@@ -32,6 +32,7 @@ from config.celery_app import app
 from core.jobs.recovery import recover_stalled
 from core.jobs.status import JobStatus
 from planner.models import Analysis, AnalysisPart
+from tests.support.builders import mailbox
 from tests.support.workers import WORKER_SETTINGS, database_url, usage_csv, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -271,6 +272,7 @@ def test_report_killed_mid_generation_makes_one_report_and_one_email(workers, tm
     from reports.models import Report, ReportSchedule, ReportStatus
 
     load_demo_fleet()
+    mailbox("finance@example.com")  # a fleet report goes only to an account that sees it all
     schedule = reports.save_schedule(
         ReportSchedule(
             name="Fleet monthly",
