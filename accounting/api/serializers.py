@@ -12,6 +12,7 @@ from access.scoping import visible_teams
 from accounting import selectors
 from accounting.imports.rows import ImportInputError, find_cluster
 from accounting.models import (
+    AsOfSource,
     GresAlias,
     ImportJob,
     ImportKind,
@@ -81,6 +82,12 @@ class ImportJobSerializer(serializers.ModelSerializer):
     cluster_name = serializers.CharField(source="cluster.name", read_only=True)
     created_by = serializers.CharField(
         source="created_by.username", read_only=True, default=None, allow_null=True
+    )
+    # Blank until the file is read: the schema says so.
+    as_of_source = serializers.ChoiceField(
+        choices=AsOfSource.choices,
+        allow_blank=True,
+        read_only=True,
     )
 
     class Meta:

@@ -10,7 +10,7 @@ import pytest
 from reports import periods, services
 from reports.models import ReportSchedule
 from tests.support.browser import log_in
-from tests.support.builders import APR, MAR
+from tests.support.builders import APR, MAR, mailbox
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,6 +19,7 @@ IMAGES_LOADED = "[...document.images].every(img => img.complete && img.naturalWi
 
 @pytest.fixture
 def delivered(report_fleet, browser_planner):
+    mailbox("leadership@example.com")  # the list's account: a fleet report may go to it
     schedule = services.save_schedule(
         ReportSchedule(
             name="Fleet quarterly review",
