@@ -15,6 +15,7 @@ import pandas as pd
 from accounting import services
 from accounting.imports.as_of import as_of_text, note_as_of
 from accounting.imports.rows import ImportCounts, cluster_context, gres_aliases
+from accounting.imports.sreport import sreport_chunks
 from accounting.imports.summary import skipped_lines
 from accounting.models import ImportJob, ImportKind
 from accounting.parsing import (
@@ -22,7 +23,6 @@ from accounting.parsing import (
     SreportStats,
     TableStats,
     UsageValidationError,
-    iter_sreport_chunks,
 )
 from accounting.parsing.aliases import card_family, normalize_gres_type
 from accounting.parsing.sreport_header import ACCOUNT_UTILIZATION
@@ -88,20 +88,8 @@ def _preview_sreport(job: ImportJob, source: str | IO[bytes], context) -> dict[s
     """An sreport file read as the import reads it: its report, period and figures per TRES
     (cluster utilization) or per team (AccountUtilizationByUser)."""
     stats = SreportStats()
-    options = job.parse_options or {}
     try:
-        frames = list(
-            iter_sreport_chunks(
-                source,
-                columns=options.get("columns"),
-                time_unit=options.get("time_unit"),
-                period_start=job.report_period_start,
-                period_end=job.report_period_end,
-                aliases=context.aliases,
-                timezone=job.timezone,
-                stats=stats,
-            )
-        )
+        frames = list(sreport_chunks(job, source, context, stats))
     except UsageValidationError as exc:
         return {"valid": False, "issues": [str(issue) for issue in exc.issues]}
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

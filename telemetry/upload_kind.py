@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from accounting.parsing.delimiters import detect_delimiter, first_line
 from accounting.parsing.wrappers import identify_wrapper, telemetry_kind
+from core.uploads.sniff import peek_head
 
 HEAD_BYTES = 64 * 1024
 TIME_SERIES = (
@@ -24,12 +25,7 @@ TIME_SERIES = (
 
 def upload_kind_problem(upload) -> str | None:
     """Why this upload is not a DCGM time series, with what to export instead; None if it may be."""
-    position = upload.tell()
-    try:
-        head = upload.read(HEAD_BYTES)
-    finally:
-        upload.seek(position)
-    head = head if isinstance(head, bytes) else head.encode("utf-8")
+    head = peek_head(upload, HEAD_BYTES)
     kind = telemetry_kind(head)
     if kind == "dcgm-scrape":
         return (

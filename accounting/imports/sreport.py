@@ -8,7 +8,8 @@ another cluster, a wrong time unit), and the file is refused naming both numbers
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -43,6 +44,28 @@ SREPORT_VALUE_FIELDS: tuple[str, ...] = (
 )
 
 
+def sreport_chunks(
+    job: ImportJob,
+    source: str | IO[bytes],
+    context: ClusterContext,
+    stats: SreportStats,
+    **reader_options: Any,
+) -> Iterator[pd.DataFrame]:
+    """The job's sreport file in blocks, read with the job's options (import and preview)."""
+    options = job.parse_options or {}
+    return iter_sreport_chunks(
+        source,
+        columns=options.get("columns"),
+        time_unit=options.get("time_unit"),
+        period_start=job.report_period_start,
+        period_end=job.report_period_end,
+        aliases=context.aliases,
+        timezone=job.timezone,
+        stats=stats,
+        **reader_options,
+    )
+
+
 def import_sreport(
     job: ImportJob,
     source: str | IO[bytes],
@@ -53,18 +76,13 @@ def import_sreport(
     """Parse and store one sreport file inside the caller's transaction."""
     stats = SreportStats()
     last_block: list[ParseProgress] = []
-    options = job.parse_options or {}
-    chunks = iter_sreport_chunks(
+    chunks = sreport_chunks(
+        job,
         source,
-        columns=options.get("columns"),
-        time_unit=options.get("time_unit"),
-        period_start=job.report_period_start,
-        period_end=job.report_period_end,
-        aliases=context.aliases,
-        timezone=job.timezone,
+        context,
+        stats,
         max_errors=import_rows.MAX_ISSUES,
         progress=lambda block: last_block.__setitem__(slice(None), [block]),
-        stats=stats,
     )
     store = _UtilizationStore(job, context, counts)
     writer = None

@@ -10,14 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from accounting.parsing.upload_check import HEAD_BYTES, head_problems
+from core.uploads.sniff import peek_head
 
 
 def upload_layout_problem(upload, kind: str, layout: dict[str, Any], *, period_given: bool) -> str:
     """Why the upload would be refused, one line per problem ("" when none is seen)."""
-    position = upload.tell()
-    try:
-        head = upload.read(HEAD_BYTES)
-    finally:
-        upload.seek(position)
-    head = head if isinstance(head, bytes) else head.encode("utf-8")
+    head = peek_head(upload, HEAD_BYTES)
     return "\n".join(head_problems(head, kind, layout, period_given=period_given))

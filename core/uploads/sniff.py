@@ -9,6 +9,7 @@ odd bytes are replaced, as before, and only a file mostly made of such bytes is 
 from __future__ import annotations
 
 import codecs
+from typing import Any
 
 SNIFF_BYTES = 64 * 1024
 # Signatures of common binary formats someone may pick by mistake.
@@ -67,3 +68,13 @@ def _looks_like_utf16_without_bom(sample: bytes) -> bool:
         return False
     even, odd = sample[0::2].count(0), sample[1::2].count(0)
     return max(even, odd) >= 0.3 * half and min(even, odd) <= 0.05 * half
+
+
+def peek_head(upload: Any, size: int) -> bytes:
+    """The first ``size`` bytes from the upload's position, as bytes; the position is kept."""
+    position = upload.tell()
+    try:
+        head = upload.read(size)
+    finally:
+        upload.seek(position)
+    return head if isinstance(head, bytes) else head.encode("utf-8")
