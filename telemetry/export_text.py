@@ -59,14 +59,26 @@ def _series_row(head: str) -> tuple[str | None, ...]:
 
 
 @dataclass
-class _Samples:
-    """What the blocks kept: the DCGM series seen, and per sample its series, time and value."""
+class Samples:
+    """What the blocks kept: the DCGM series seen, and per sample its series, time and value.
+    (The query_range JSON reader, telemetry.export_json, keeps its samples here too.)"""
 
     codes: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[str | None, ...]] = field(default_factory=list)
     unlabelled: list[bool] = field(default_factory=list)  # no Hostname or gpu label
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     count: int = 0
+
+    def series_code(self, key: str, row: tuple[str | None, ...]) -> int:
+        """The code of the DCGM series ``key`` (its whole name and labels), new if unseen."""
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.rows)
+            self.rows.append(row)
+            self.unlabelled.append(not row[1] or not row[2])
+            if len(self.rows) > MAX_UPLOAD_SERIES:
+                raise ExportError(f"More than {MAX_UPLOAD_SERIES} distinct DCGM series.")
+        return code
 
     def code_of(self, heads: pd.Index, numbers: np.ndarray, first: np.ndarray) -> np.ndarray:
         """Each head's series code, -1 for a sample that is not DCGM; bad heads refused."""
@@ -81,12 +93,8 @@ class _Samples:
             if row[0] is None:
                 bad[index] = True
             elif row[0] in promql.FIELDS:
-                out[index] = self.codes[head] = len(self.rows)
-                self.rows.append(row)
-                self.unlabelled.append(not row[1] or not row[2])
+                out[index] = self.series_code(head, row)
         _bad_lines(bad, numbers[first], "not a sample with a timestamp")
-        if len(self.rows) > MAX_UPLOAD_SERIES:
-            raise ExportError(f"More than {MAX_UPLOAD_SERIES} distinct DCGM series.")
         return out
 
     def add(self, codes: np.ndarray, stamps: np.ndarray, values: np.ndarray) -> None:
@@ -96,7 +104,13 @@ class _Samples:
         self.parts.append((codes.astype(np.int32), stamps, values))
 
 
-def _parse_block(lines: list[str], first_line: int, kept: _Samples) -> None:
+def sample_values(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Sample values as numbers ("NaN", "+Inf" and "-Inf" included) and which are not numbers."""
+    values = pd.to_numeric(texts, errors="coerce").to_numpy(dtype=np.float64)
+    return values, np.isnan(values) & (texts.str.lower() != "nan").to_numpy(dtype=bool)
+
+
+def _parse_block(lines: list[str], first_line: int, kept: Samples) -> None:
     """One block of lines: its DCGM samples checked and added to ``kept``."""
     text = pd.Series(lines, dtype=object)
     keep = ~(text.str.startswith("#") | (text.str.strip() == "")).to_numpy(dtype=bool)
@@ -110,9 +124,8 @@ def _parse_block(lines: list[str], first_line: int, kept: _Samples) -> None:
     codes = kept.code_of(pd.Index(heads), numbers, first)[local]
     wanted = codes >= 0
     parts, codes, numbers = parts[wanted], codes[wanted], numbers[wanted]
-    values = pd.to_numeric(parts[1], errors="coerce").to_numpy(dtype=np.float64)
-    _bad_lines(np.isnan(values) & (parts[1].str.lower() != "nan").to_numpy(), numbers,
-               "not a number")  # fmt: skip
+    values, not_numbers = sample_values(parts[1])
+    _bad_lines(not_numbers, numbers, "not a number")
     stamps = pd.to_numeric(parts[2], errors="coerce").to_numpy(dtype=np.float64)
     _bad_lines(np.isnan(stamps), numbers, "a sample without a timestamp")
     unlabelled = np.array(kept.unlabelled, dtype=bool)[codes]
@@ -154,7 +167,7 @@ def _blocks(stream: IO[bytes]) -> Iterator[tuple[list[str], int]]:
         yield [rest.removesuffix("\r")], line
 
 
-def _samples_frame(kept: _Samples, openmetrics: bool) -> pd.DataFrame:
+def samples_frame(kept: Samples, openmetrics: bool) -> pd.DataFrame:
     """The long frame: metric and labels (categorical: one copy of each text) per sample."""
     table = pd.DataFrame(kept.rows, columns=list(COLUMNS)).astype("category")
     empty = (np.empty(0, np.int32), np.empty(0), np.empty(0))
@@ -169,13 +182,13 @@ def read_export(stream: IO[bytes]) -> pd.DataFrame:
     """DCGM samples of an OpenMetrics / Prometheus text export, all or nothing: a long frame
     (metric, Hostname, gpu, UUID, modelName, t, value). Samples need timestamps (seconds in
     OpenMetrics, milliseconds in the Prometheus text format; ``# EOF`` at the end says which)."""
-    kept, last = _Samples(), ""
+    kept, last = Samples(), ""
     for lines, first_line in _blocks(stream):
         _parse_block(lines, first_line, kept)
         last = next((item for item in reversed(lines) if item.strip()), last)
     if kept.count == 0:
         raise ExportError("The export holds no DCGM_FI_* samples.")
-    return _samples_frame(kept, openmetrics=last.strip() == "# EOF")
+    return samples_frame(kept, openmetrics=last.strip() == "# EOF")
 
 
 def parse_export(text: str) -> pd.DataFrame:

@@ -16,11 +16,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.models import UsageRecord
+from core.uploads.sniff import SNIFF_BYTES, peek_head
 from engine.limits import LIMITS
 from inventory.models import Cluster
 from planner.services import mark_stale
 from telemetry import jobs, promql, rollups
 from telemetry.clocks import MAX_SM_CLOCK_MHZ, model_matches
+from telemetry.export_json import is_json, read_json_export
 from telemetry.export_text import ExportError, read_export
 from telemetry.fetch import Telemetry, fetch_prometheus
 from telemetry.fetch import telemetry_from_samples as from_samples
@@ -162,7 +164,8 @@ def collect(fetch: TelemetryFetch, jobs_in: pd.DataFrame, progress) -> Telemetry
     days = period_days(fetch.period_start, fetch.period_end)
     if fetch.kind == FetchKind.UPLOAD:
         with fetch.file.open("rb") as handle:
-            samples = read_export(handle)  # in blocks: memory follows the samples, not the file
+            read = read_json_export if is_json(peek_head(handle, SNIFF_BYTES)) else read_export
+            samples = read(handle)  # in blocks: memory follows the samples, not the file
         return from_samples(samples, days, tz, jobs_in)
     source = fetch.cluster.prometheus_source
     client = PrometheusClient(source.url, source.token(), timeout_s=source.timeout_s)

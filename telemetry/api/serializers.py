@@ -88,7 +88,10 @@ class FetchRequestSerializer(serializers.Serializer):
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.all())
     start = serializers.DateField(validators=[WithinDates()])
     end = serializers.DateField(validators=[WithinDates()])
-    file = serializers.FileField(required=False, help_text="OpenMetrics / Prometheus text export.")
+    file = serializers.FileField(
+        required=False,
+        help_text="OpenMetrics / Prometheus text export, or Prometheus query_range JSON answers.",
+    )
 
     def validate(self, attrs):
         try:
