@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.support.fixtures.fleet",
     "tests.support.fixtures.worker",
     "tests.support.fixtures.browser",
+    "tests.support.fixtures.slurm",
 ]
 
 

@@ -132,14 +132,14 @@ class ResolvedGresType:
 def resolve_gres_type(name: str, normalized_aliases: Mapping[str, str]) -> ResolvedGresType:
     """Resolve one gres type; ``normalized_aliases`` comes from :func:`normalize_aliases`."""
     key = normalize_gres_type(name)
-    if key in normalized_aliases:
-        return ResolvedGresType(name, normalized_aliases[key], 1.0, None)
     mig = _MIG_RE.match(key)
     if mig is None:
-        return ResolvedGresType(name, None, 1.0, None)
+        return ResolvedGresType(name, normalized_aliases.get(key), 1.0, None)
     slices = int(mig["slices"])
     profile = f"{slices}g.{mig['memory_gb']}gb"
     fraction = slices / MIG_COMPUTE_SLICES_PER_CARD
+    if key in normalized_aliases:  # a site's name for a slice is still a slice of that card
+        return ResolvedGresType(name, normalized_aliases[key], fraction, profile)
     base = mig["base"]
     model = None
     if base:

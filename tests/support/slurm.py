@@ -1,0 +1,458 @@
+"""A real Slurm for the tests: the one-host cluster of ``platform/slurm/test-cluster`` and a
+workload of GPU jobs submitted to it, whose own figures (cards asked for, seconds run by
+this process's clock) are what the imports of Slurm's outputs are checked against.
+
+The workload runs once per cluster and is shared (a lock file and ``var/slurm/workload.json``):
+both CI suites and every xdist worker read the same jobs. It is submitted again when the
+recorded one is gone (its running job ended or the cluster was rebuilt).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SCRIPT = REPO / "platform" / "slurm" / "test-cluster"
+SLURM_DIR = Path(os.environ.get("FLEETWISE_SLURM_DIR", REPO / "var" / "slurm"))
+WORKLOAD_FILE = SLURM_DIR / "workload.json"
+CLUSTER_NAME = "fleetwise-test"
+# The running job holds its card this long: every test session within it reuses the workload.
+RUNNING_JOB_S = 3 * 3600
+TERMINAL_TIMEOUT_S = 240
+POLL_S = 0.5
+
+
+@dataclass
+class SubmittedJob:
+    """One job (array task, het component) as submitted: its label as sacct prints it."""
+
+    label: str
+    account: str
+    gpus: dict[str, int]  # gres type -> cards
+    state: str  # the state the import must give: completed, failed, ... running
+    min_s: float  # how long it ran, by this process's clock: a range
+    max_s: float
+
+    @property
+    def cards(self) -> int:
+        return sum(self.gpus.values())
+
+
+@dataclass
+class Workload:
+    started_at: str  # ISO time just before the first submission
+    finished_at: str  # ISO time once every job but the running one ended
+    running_job_id: str
+    requeued_job_id: str
+    jobs: list[SubmittedJob] = field(default_factory=list)
+
+    @property
+    def job_ids(self) -> list[str]:
+        """Ids to pass to ``sacct -j``: parents (an array's or het job's id covers its parts)."""
+        return sorted({job.label.split("_")[0].split("+")[0] for job in self.jobs}, key=int)
+
+    def by_label(self) -> dict[str, SubmittedJob]:
+        return {job.label: job for job in self.jobs}
+
+    @classmethod
+    def from_json(cls, text: str) -> Workload:
+        data = json.loads(text)
+        data["jobs"] = [SubmittedJob(**job) for job in data["jobs"]]
+        return cls(**data)
+
+
+def slurm_env() -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": str(SLURM_DIR / "etc" / "slurm.conf"), "TZ": "UTC"}
+
+
+def slurm(*args: str, check: bool = True, timeout_s: float = 60) -> str:
+    """Run a Slurm client command against the test cluster; its stdout."""
+    done = subprocess.run(
+        list(args), env=slurm_env(), capture_output=True, text=True, timeout=timeout_s
+    )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def absent_reason() -> str | None:
+    """Why this machine cannot run the real-Slurm tests; None when it can."""
+    missing = [
+        name for name in ("slurmctld", "slurmd", "slurmdbd", "sacct") if not shutil.which(name)
+    ]
+    if missing:
+        return (
+            f"Slurm is not installed ({', '.join(missing)} missing): apt-get install "
+            "slurm-wlm slurmdbd slurmrestd munge faketime"
+        )
+    if os.geteuid() != 0:
+        return "the test cluster's slurmd starts jobs as root: run the tests as root"
+    return None
+
+
+def require_cluster() -> None:
+    """Start the test cluster (idempotent); skip where Slurm is absent, but never in CI."""
+    reason = absent_reason()
+    if reason is not None:
+        if os.environ.get("CI") or os.environ.get("FLEETWISE_REQUIRE_SLURM"):
+            pytest.fail(f"CI must run the real-Slurm tests: {reason}")
+        pytest.skip(reason)
+    with _locked("cluster"):
+        done = subprocess.run(
+            [str(CLUSTER_SCRIPT), "up"], capture_output=True, text=True, timeout=300
+        )
+    if done.returncode != 0:
+        pytest.fail(f"the Slurm test cluster did not start: {done.stderr.strip()[-2000:]}")
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    SLURM_DIR.mkdir(parents=True, exist_ok=True)
+    with open(SLURM_DIR / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def shared_workload() -> Workload:
+    """The workload on the test cluster, submitting it first when none is current."""
+    require_cluster()
+    with _locked("workload"):
+        current = _recorded_workload()
+        if current is not None:
+            return current
+        workload = _WorkloadRun().run()
+        roll_usage(workload.started_at)
+        WORKLOAD_FILE.write_text(json.dumps(asdict(workload), indent=1))
+        return workload
+
+
+def roll_usage(since: str) -> None:
+    """Hourly rollups (what sreport reads) from the hour ``since`` falls in to the current one."""
+    hour = datetime.fromisoformat(since).replace(minute=0, second=0, tzinfo=None)
+    done = subprocess.run(
+        [str(CLUSTER_SCRIPT), "roll-usage", hour.isoformat(timespec="seconds")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"roll-usage failed: {done.stderr.strip()[-2000:]}")
+
+
+def _recorded_workload() -> Workload | None:
+    if not WORKLOAD_FILE.exists():
+        return None
+    workload = Workload.from_json(WORKLOAD_FILE.read_text())
+    return workload if job_state(workload.running_job_id) == "RUNNING" else None
+
+
+def job_state(job_id: str) -> str:
+    """squeue's state of a job, or "" once it left the queue."""
+    return slurm("squeue", "-h", "-j", job_id, "-o", "%T", check=False).strip().split("\n")[0]
+
+
+def now() -> float:
+    return time.time()
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
+def sbatch(*args: str) -> str:
+    """Submit; the job id (``--parsable`` prints ``id`` or ``id;cluster``)."""
+    return (
+        slurm("sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", *args)
+        .strip()
+        .split(";")[0]
+    )
+
+
+class _WorkloadRun:
+    """Submits the jobs, drives the ones that need a hand (cancel, requeue, node failure)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[SubmittedJob] = []
+
+    def run(self) -> Workload:
+        started = now()
+        self._node_failure()
+        ids = self._submit_main()
+        self._drive(ids)
+        return Workload(
+            started_at=iso(started - 1),
+            finished_at=iso(now()),
+            running_job_id=ids["running"],
+            requeued_job_id=ids["requeued"],
+            jobs=self.jobs,
+        )
+
+    def _wait_state(self, job_id: str, states: Sequence[str], timeout_s: float = 60) -> float:
+        """Poll until the job is in one of ``states``; the time it was first seen there."""
+        deadline = now() + timeout_s
+        while now() < deadline:
+            if job_state(job_id) in states:
+                return now()
+            time.sleep(POLL_S)
+        raise RuntimeError(f"job {job_id} not {states} after {timeout_s} s: {job_state(job_id)!r}")
+
+    def _node_failure(self) -> None:
+        """A job on gpu02 when gpu02 is set down: NODE_FAIL. Alone, so nothing else dies."""
+        job_id = sbatch(
+            "-J",
+            "fw-node-fail",
+            "-A",
+            "research",
+            "-w",
+            "gpu02",
+            "--no-requeue",
+            "--gres=gpu:a100:2",
+            "--wrap",
+            "sleep 300",
+        )
+        seen_running = self._wait_state(job_id, ["RUNNING"])
+        time.sleep(3)
+        slurm("scontrol", "update", "NodeName=gpu02", "State=DOWN", "Reason=fleetwise-test")
+        gone = self._wait_gone(job_id)
+        self.jobs.append(
+            SubmittedJob(
+                job_id,
+                "research",
+                {"a100": 2},
+                "node_fail",
+                gone - seen_running - 2 * POLL_S - 2,
+                gone - seen_running + 2 * POLL_S + 2,
+            )
+        )
+        self._resume("gpu02")
+
+    def _wait_gone(self, job_id: str, timeout_s: float = 60) -> float:
+        deadline = now() + timeout_s
+        while now() < deadline:
+            if job_state(job_id) in (
+                "",
+                "NODE_FAIL",
+                "COMPLETED",
+                "FAILED",
+                "CANCELLED",
+                "TIMEOUT",
+            ):
+                return now()
+            time.sleep(POLL_S)
+        raise RuntimeError(f"job {job_id} still {job_state(job_id)!r} after {timeout_s} s")
+
+    def _resume(self, node: str) -> None:
+        deadline = now() + 60
+        while now() < deadline:
+            slurm("scontrol", "update", f"NodeName={node}", "State=RESUME", check=False)
+            if slurm("sinfo", "-h", "-n", node, "-o", "%t").strip() in ("idle", "mix", "alloc"):
+                return
+            time.sleep(1)
+        raise RuntimeError(f"node {node} did not come back")
+
+    def _submit_main(self) -> dict[str, str]:
+        def job(*args: str) -> str:
+            return sbatch(*args)
+
+        return {
+            "completed": job(
+                "-J",
+                "fw-completed",
+                "-A",
+                "research",
+                "--gres=gpu:h100:2",
+                "--wrap",
+                "srun --gres=gpu:h100:2 sleep 4",
+            ),
+            "failed": job(
+                "-J",
+                "fw-failed",
+                "-A",
+                "inference",
+                "--gres=gpu:a100:1",
+                "--wrap",
+                "sleep 2; exit 3",
+            ),
+            "cancelled": job(
+                "-J", "fw-cancelled", "-A", "research", "--gres=gpu:h100:1", "--wrap", "sleep 300"
+            ),
+            "timeout": job(
+                "-J",
+                "fw-timeout",
+                "-A",
+                "inference",
+                "--time=1",
+                "--gres=gpu:1g.10gb:1",
+                "--wrap",
+                "sleep 300",
+            ),
+            "array": job(
+                "-J",
+                "fw-array",
+                "-A",
+                "inference",
+                "--array=0-2",
+                "--gres=gpu:a100:1",
+                "--wrap",
+                "sleep 3",
+            ),
+            "het": job(
+                "-J",
+                "fw-het",
+                "-A",
+                "research",
+                "--gres=gpu:h100:1",
+                ":",
+                "--gres=gpu:a100:2",
+                "--wrap",
+                "sleep 3",
+            ),
+            "requeued": job(
+                "-J",
+                "fw-requeued",
+                "-A",
+                "research",
+                "--requeue",
+                "--gres=gpu:h100:1",
+                "--wrap",
+                "sleep 5",
+            ),
+            "running": job(
+                "-J",
+                "fw-running",
+                "-A",
+                "inference",
+                "--time=240",
+                "--gres=gpu:h100:1",
+                "--wrap",
+                f"sleep {RUNNING_JOB_S}",
+            ),
+        }
+
+    def _drive(self, ids: dict[str, str]) -> None:
+        self._cancel_after(ids["cancelled"], 4)
+        self._requeue_once(ids["requeued"])
+        self._wait_terminal([i for name, i in ids.items() if name != "running"])
+        self._wait_state(ids["running"], ["RUNNING"])
+        self._record_plain(ids)
+
+    def _cancel_after(self, job_id: str, run_s: float) -> None:
+        seen = self._wait_state(job_id, ["RUNNING"])
+        time.sleep(run_s)
+        slurm("scancel", job_id)
+        gone = now()
+        self.jobs.append(
+            SubmittedJob(
+                job_id,
+                "research",
+                {"h100": 1},
+                "cancelled",
+                gone - seen - 2,
+                gone - seen + POLL_S + 2,
+            )
+        )
+
+    def _requeue_once(self, job_id: str) -> None:
+        """Requeue while running; Slurm holds a requeued job 121 s, so release it at once."""
+        self._wait_state(job_id, ["RUNNING"])
+        time.sleep(1)
+        slurm("scontrol", "requeue", job_id)
+        deadline = now() + 60
+        while job_state(job_id) != "RUNNING" and now() < deadline:
+            slurm("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=False)
+            time.sleep(POLL_S)
+
+    def _wait_terminal(self, job_ids: Sequence[str]) -> None:
+        deadline = now() + TERMINAL_TIMEOUT_S
+        while now() < deadline:
+            if not slurm("squeue", "-h", "-j", ",".join(job_ids), "-o", "%i", check=False).strip():
+                return
+            time.sleep(1)
+        raise RuntimeError(f"jobs still queued after {TERMINAL_TIMEOUT_S} s: {job_ids}")
+
+    def _record_plain(self, ids: dict[str, str]) -> None:
+        """The jobs whose run time is their script's own (sleeps) or their time limit."""
+        add = self.jobs.append
+        add(SubmittedJob(ids["completed"], "research", {"h100": 2}, "completed", 4, 7))
+        add(SubmittedJob(ids["failed"], "inference", {"a100": 1}, "failed", 2, 5))
+        # --time=1: killed once a minute has passed, at slurmctld's next 30 s check.
+        add(SubmittedJob(ids["timeout"], "inference", {"1g.10gb": 1}, "timeout", 60, 100))
+        for task in range(3):
+            add(SubmittedJob(f"{ids['array']}_{task}", "inference", {"a100": 1}, "completed", 3, 6))
+        add(SubmittedJob(f"{ids['het']}+0", "research", {"h100": 1}, "completed", 3, 6))
+        add(SubmittedJob(f"{ids['het']}+1", "research", {"a100": 2}, "completed", 3, 6))
+        add(SubmittedJob(ids["requeued"], "research", {"h100": 1}, "completed", 5, 8))
+        add(SubmittedJob(ids["running"], "inference", {"h100": 1}, "running", 0, RUNNING_JOB_S))
+
+
+# A100 MIG profiles: a 1g slice is one of the card's seven compute slices (NVIDIA's MIG user
+# guide), so a job holding one is charged 1/7 of a card.
+MIG_CARD_SHARE = {"1g.10gb": 1 / 7}
+
+
+def card_seconds_range(job: SubmittedJob) -> tuple[float, float]:
+    """The card-seconds a job held, from what was submitted and how long it ran."""
+    cards = sum(count * MIG_CARD_SHARE.get(kind, 1.0) for kind, count in job.gpus.items())
+    return cards * job.min_s, cards * job.max_s
+
+
+def sacct_export(workload: Workload, *args: str, duplicates: bool = False) -> str:
+    """``sacct`` over the workload's jobs (allocations only), with ``args`` for the layout."""
+    window = ["-a", "-X", "-S", workload.started_at[:19], "-E", "now"]
+    if duplicates:
+        window.append("-D")
+    return slurm("sacct", *window, "-j", ",".join(workload.job_ids), *args)
+
+
+def inventory_of_the_test_cluster():
+    """The test cluster as a manager enters it: site "Slurm lab", cluster "fleetwise-test"
+    (commissioned the day before the workload's), pool "gpu" of node gpu01 (8 H100 SXM5 80GB)
+    and node gpu02 (8 A100 SXM4 40GB); gpu02's MIG slices named ``1g.10gb`` are A100s."""
+    from datetime import date, timedelta
+
+    from accounting.models import GresAlias
+    from inventory.catalog import load_catalog
+    from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+
+    load_catalog(AcceleratorModel)
+    site = Site.objects.create(
+        name="Slurm lab", cooling_type="air", pue=1.3, tariff_per_kwh=0.2, currency="USD"
+    )
+    cluster = Cluster.objects.create(
+        site=site,
+        name=CLUSTER_NAME,
+        commissioned_on=date.today() - timedelta(days=1),
+        capital_cost_per_card=25_000.0,
+    )
+    pool = Pool.objects.create(cluster=cluster, name="gpu", planned_utilization=0.7)
+    for node, model in (("gpu01", "H100 SXM5 80GB"), ("gpu02", "A100 SXM4 40GB")):
+        NodeGroup.objects.create(
+            pool=pool,
+            name=node,
+            accelerator=AcceleratorModel.objects.get(name=model),
+            node_count=1,
+            cards_per_node=8,
+        )
+    a100 = AcceleratorModel.objects.get(name="A100 SXM4 40GB")
+    GresAlias.objects.create(gres_type="1g.10gb", accelerator=a100, cluster=cluster)
+    return cluster
+
+
+if __name__ == "__main__":  # .ci/run: run the workload before the suites start
+    workload = shared_workload()
+    print(f"Slurm workload: jobs {', '.join(workload.job_ids)} from {workload.started_at}")
