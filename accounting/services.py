@@ -63,9 +63,11 @@ from accounting.parsing import (
     UsageValidationError,
     iter_csv_chunks,
     iter_sacct_chunks,
+    iter_slurm_json_chunks,
     iter_xlsx_chunks,
 )
 from accounting.parsing.layouts import LayoutError, layout_options
+from accounting.parsing.slurm_json import is_slurm_json
 from accounting.parsing.tabular import DEFAULT_MAX_XLSX_INFLATED_BYTES
 from accounting.reader_limits import configure_readers, upload_text_problem
 from accounting.signals import usage_imported
@@ -116,6 +118,9 @@ def _usage_chunks(
         "progress": on_block,
         "stats": stats,
     }
+    if job.kind == ImportKind.SACCT and is_slurm_json(source):
+        # `sacct --json` or a slurmrestd /slurmdb/vX/jobs response: the same rules, as JSON.
+        return iter_slurm_json_chunks(source, cluster=context.cluster.name, **options)
     if job.kind == ImportKind.SACCT:
         layout = job.parse_options or {}
         return iter_sacct_chunks(

@@ -1,4 +1,4 @@
-"""Pure usage-record parsers (no Django): sacct, sreport, generic CSV/XLSX.
+"""Pure usage-record parsers (no Django): sacct (text and JSON), sreport, generic CSV/XLSX.
 
 Every parser streams: it yields validated pandas chunks and keeps memory constant, reports
 progress through a callback, and raises :class:`UsageValidationError` (``line N, column X:
@@ -18,6 +18,7 @@ from accounting.parsing.schema import (
     USAGE_DTYPES,
     empty_usage_frame,
 )
+from accounting.parsing.slurm_json import iter_slurm_json_chunks, read_slurm_json
 from accounting.parsing.sreport import (
     SREPORT_DTYPES,
     SreportStats,
@@ -44,10 +45,12 @@ __all__ = [
     "empty_usage_frame",
     "iter_csv_chunks",
     "iter_sacct_chunks",
+    "iter_slurm_json_chunks",
     "iter_sreport_chunks",
     "iter_xlsx_chunks",
     "normalize_gres_type",
     "read_sacct",
+    "read_slurm_json",
     "read_sreport",
     "resolve_gres_types",
 ]

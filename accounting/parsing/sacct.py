@@ -162,7 +162,7 @@ def _sacct_chunks(
     source: UsageSource, o: SacctOptions, stats: SacctStats
 ) -> Iterator[pd.DataFrame]:
     issues = IssueCollector(max_errors=o.max_errors)
-    context = _ChunkContext(
+    context = ChunkContext(
         cluster=o.cluster,
         aliases=o.aliases,
         partition_models=dict(o.partition_models or {}),
@@ -287,7 +287,10 @@ def _split_trailing_job(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
 
 @dataclass
-class _ChunkContext:
+class ChunkContext:
+    """One parse's rules (models, time zone, states, keys) for turning job rows into records;
+    shared with the JSON reader (accounting.parsing.slurm_json) so both give the same."""
+
     cluster: str | None
     aliases: Mapping[str, str]
     partition_models: dict[str, str]
@@ -349,14 +352,15 @@ class _ChunkContext:
             elapsed.column,
             elapsed.hint,
         )
-        return self._jobs_to_records(jobs, jobs_elapsed, gpu_utilization)
+        return self.jobs_to_records(jobs, jobs_elapsed, gpu_utilization)
 
-    def _jobs_to_records(
+    def jobs_to_records(
         self,
         jobs: pd.DataFrame,
         elapsed: Durations,
         gpu_utilization: np.ndarray,
     ) -> pd.DataFrame:
+        """Allocation rows (sacct's columns, lower case) to usage records."""
         if jobs.empty:
             # Only step lines (already reported); numpy's string partition fails on nothing.
             return conform_usage_frame(pd.DataFrame())

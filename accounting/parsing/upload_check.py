@@ -3,8 +3,9 @@
 The kind, layout, delimiter and header of a usage file are known from its head: a seff
 summary, a telemetry scrape, a header of another tool, a fixed-width column too narrow, a
 header-less file without ``--columns`` or an sreport without its period are refused before
-the file is stored, with the same messages the import would give. Bad data lines further on
-are still the import's to report (all of them, by line and column).
+the file is stored, with the same messages the import would give; a sacct upload that is JSON
+must be a Slurm jobs document (``sacct --json``, slurmrestd's ``/slurmdb/vX/jobs``). Bad data
+lines further on are still the import's to report (all of them, by line and column).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from accounting.parsing.blocks import iter_record_blocks
 from accounting.parsing.errors import IssueCollector, TooManyIssues, UsageValidationError
 from accounting.parsing.sacct_layout import detect_layout, open_sacct_stream
+from accounting.parsing.slurm_json import check_slurm_json_head, looks_like_json
 from accounting.parsing.sreport import check_sreport_head
 from accounting.parsing.tabular import check_csv_head
 from accounting.parsing.wrappers import not_usage_message
@@ -35,6 +37,8 @@ def head_problems(
     head: bytes, kind: str, layout: Mapping[str, Any], *, period_given: bool = False
 ) -> list[str]:
     """Why a file of ``kind`` with these layout options would be refused, from its head."""
+    if kind == "sacct" and looks_like_json(head):
+        return _slurm_json_problems(head)
     text = whole_lines(head)
     try:
         if kind == "sacct":
@@ -52,6 +56,16 @@ def head_problems(
     except UsageValidationError as exc:
         other = not_usage_message(text)
         return [other] if other is not None else [str(issue) for issue in exc.issues]
+    return []
+
+
+def _slurm_json_problems(head: bytes) -> list[str]:
+    """A JSON sacct upload must be a Slurm jobs document (``sacct --json``, slurmrestd)."""
+    try:
+        # A head shorter than the peek is the whole file: its errors list is judged too.
+        check_slurm_json_head(head, complete=len(head) < HEAD_BYTES)
+    except UsageValidationError as exc:
+        return [str(issue) for issue in exc.issues]
     return []
 
 

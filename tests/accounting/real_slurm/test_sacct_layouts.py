@@ -13,7 +13,7 @@ import io
 import pandas as pd
 import pytest
 
-from accounting.parsing import DEFAULT_SACCT_COLUMNS, SacctStats, read_sacct
+from accounting.parsing import DEFAULT_SACCT_COLUMNS, SacctStats, read_sacct, read_slurm_json
 from accounting.parsing.errors import UsageValidationError
 from accounting.parsing.layouts import XDMOD_SACCT_COLUMNS
 from tests.support.slurm import Workload, card_seconds_range, sacct_export, slurm
@@ -137,3 +137,15 @@ def test_a_fixed_width_table_with_a_cut_value_is_refused_naming_the_width(slurm_
         parse(text)
     message = str(refused.value)
     assert "AllocTRES" in message and "%" in message
+
+
+def test_sacct_json_gives_the_jobs_own_figures_and_the_texts_record_keys(slurm_workload):
+    """``sacct --json`` (Slurm 22.05: data_parser v0.0.38) reads to the same jobs as the text."""
+    document = sacct_export(slurm_workload, "--json")
+    frame = read_slurm_json(io.BytesIO(document.encode()))
+    # The JSON holds every run of a requeued job, as the text does with --duplicates.
+    requeued_run = frame["scheduler_state"] == "REQUEUED"
+    assert frame.loc[requeued_run, "job_label"].tolist() == [slurm_workload.requeued_job_id]
+    assert_the_jobs_own_figures(frame[~requeued_run], slurm_workload)
+    text, _ = parse(sacct_export(slurm_workload, "-P", "-o", DEFAULT, duplicates=True))
+    assert set(frame["record_key"]) == set(text["record_key"])
