@@ -6,10 +6,12 @@ from accounting.models import (
     ImportJob,
     PartitionMapping,
     ServingLoad,
+    SlurmrestdSource,
     SreportUtilization,
     UsageRecord,
 )
 from accounting.scoping import ImportJobsAdminMixin
+from core.outbound import without_credentials
 
 
 @admin.register(GresAlias)
@@ -92,3 +94,29 @@ class ServingLoadAdmin(admin.ModelAdmin):
     list_filter = ["pool__cluster"]
     list_select_related = ["pool"]
     search_fields = ["pool__name", "notes"]
+
+
+@admin.register(SlurmrestdSource)
+class SlurmrestdSourceAdmin(admin.ModelAdmin):
+    list_display = [
+        "cluster", "shown_url", "enabled", "has_token", "status", "last_success_at",
+        "consecutive_failures", "next_attempt_at",
+    ]  # fmt: skip
+    exclude = ["token_encrypted"]  # set through the API; never shown
+    # The pull's own fields: written by its runs, never by a form (a save would undo a run).
+    readonly_fields = [
+        "status", "progress", "error", "queued_at", "started_at", "finished_at", "duration_s",
+        "heartbeat_at", "window_start", "window_end", "last_success_at", "last_failure_at",
+        "last_error", "consecutive_failures", "next_attempt_at", "records_read",
+        "records_created", "records_updated", "records_unchanged", "warnings",
+    ]  # fmt: skip
+
+    @admin.display(description="URL")
+    def shown_url(self, source: SlurmrestdSource) -> str:
+        return without_credentials(source.url)
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            super().save_model(request, obj, form, change)
+        elif form.changed_data:  # only what was edited: a pull may be writing its own fields
+            obj.save(update_fields=[*form.changed_data, "updated"])

@@ -6,7 +6,7 @@ from core.jobs.registry import JobKind, register
 
 
 def register_jobs() -> None:
-    from accounting.models import ImportJob, RollupRefresh
+    from accounting.models import ImportJob, RollupRefresh, SlurmrestdSource
 
     # An import's row is created with the upload: its creation is its first sign of life.
     register(
@@ -17,3 +17,5 @@ def register_jobs() -> None:
         )
     )
     register(JobKind(model=RollupRefresh, task="accounting.run_rollup_refresh"))
+    # A live Slurm source is its own pull job: each pull is a new run of the source's row.
+    register(JobKind(model=SlurmrestdSource, task="accounting.pull_slurmrestd"))

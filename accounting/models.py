@@ -15,6 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from accounting.parsing import JOB_STATES, normalize_gres_type
+from accounting.slurmrestd_source import SlurmrestdSource  # noqa: F401 - a model of this app
 from core.jobs.models import DurableJob
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
 from engine.limits import date_error, limit_errors

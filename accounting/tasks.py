@@ -8,6 +8,7 @@ from celery import shared_task
 
 from accounting import services
 from accounting.models import ImportJob
+from accounting.slurmrestd.tasks import pull_due_slurmrestd, pull_slurmrestd  # noqa: F401
 from core.jobs import lifecycle as jobs
 from core.jobs.recovery import DURABLE_TASK_OPTIONS, heartbeat
 from core.jobs.transient import raise_if_transient

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from accounting.api import serving, views
+from accounting.api import serving, slurmrestd, views
 
 router = DefaultRouter()
 router.register("usage-records", views.UsageRecordViewSet, basename="usage-record")
@@ -13,6 +13,9 @@ router.register(
 )
 
 router.register("serving-loads", serving.ServingLoadViewSet, basename="serving-load")
+router.register(
+    "slurmrestd-sources", slurmrestd.SlurmrestdSourceViewSet, basename="slurmrestd-source"
+)
 
 urlpatterns = [
     *router.urls,

@@ -288,8 +288,7 @@ def _split_trailing_job(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
 @dataclass
 class ChunkContext:
-    """One parse's rules (models, time zone, states, keys) for turning job rows into records;
-    shared with the JSON reader (accounting.parsing.slurm_json) so both give the same."""
+    """One parse's rules from job rows to records; the JSON reader's too (slurm_json)."""
 
     cluster: str | None
     aliases: Mapping[str, str]
@@ -360,7 +359,6 @@ class ChunkContext:
         elapsed: Durations,
         gpu_utilization: np.ndarray,
     ) -> pd.DataFrame:
-        """Allocation rows (sacct's columns, lower case) to usage records."""
         if jobs.empty:
             # Only step lines (already reported); numpy's string partition fails on nothing.
             return conform_usage_frame(pd.DataFrame())

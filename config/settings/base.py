@@ -281,6 +281,8 @@ TASK_KINDS = {
     "inventory.recompute_pool_totals": "periodic",
     "telemetry.run_fetch": "import",
     "telemetry.fetch_yesterday": "periodic",
+    "accounting.pull_slurmrestd": "import",
+    "accounting.pull_due_slurmrestd": "periodic",
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {
@@ -298,6 +300,8 @@ CELERY_BEAT_SCHEDULE = {
     "recover-stalled-jobs": {"task": "config.recover_stalled", "schedule": 60.0},
     # Each enabled Prometheus source: the last two days' GPU telemetry (docs/telemetry.md).
     "telemetry-daily-fetch": {"task": "telemetry.fetch_yesterday", "schedule": 24 * 3600.0},
+    # Live Slurm sources whose interval (or back-off) has passed (docs/usage-import.md).
+    "slurmrestd-pulls": {"task": "accounting.pull_due_slurmrestd", "schedule": 60.0},
     # Alert rules: hourly, and after each usage import and analysis (alerts/signals.py).
     "evaluate-alerts": {"task": "alerts.evaluate_alerts", "schedule": 3600.0},
     # Files, and deleted clusters and pools, past their retention period (core/retention/).

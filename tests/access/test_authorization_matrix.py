@@ -284,6 +284,17 @@ MATRIX: dict[str, Entry] = {
         pk("telemetry_source"),
         (get((401, 403, 403, 200, 403)), patch(api_admin_write(200)), delete(api_admin_write(204))),
     ),
+    # -- API: live Slurm sources (admin-only: they hold a JWT) ------------------------------
+    "slurmrestd-source-list": Entry(
+        None, (get((401, 403, 403, 200, 403)), post(api_admin_write(400)))
+    ),
+    "slurmrestd-source-detail": Entry(
+        pk("slurmrestd_source"),
+        (get((401, 403, 403, 200, 403)), patch(api_admin_write(200)), delete(api_admin_write(204))),
+    ),
+    "slurmrestd-source-pull": Entry(
+        pk("slurmrestd_source"), (get((401, 403, 403, 405, 403)), post(api_admin_write(202)))
+    ),
     "host-pattern-list": Entry(None, (get(API), post(api_write(400)))),
     "host-pattern-detail": Entry(
         pk("host_pattern"), (get(API), patch(api_write(200)), delete(api_write(204)))
@@ -384,6 +395,7 @@ MATRIX: dict[str, Entry] = {
         pk("import_job"), (get(PAGE_POST_ONLY), post(page_write(302)))
     ),
     "frontend:usage-imports": Entry(None, read_page(PAGE)),
+    "frontend:slurmrestd-sources": Entry(None, (get(PAGE_PLANNER), post(PAGE_LIST_POST))),
     "frontend:costs": Entry(None, read_page(PAGE, start="2024-03-01", end="2024-04-01")),
     "frontend:planner": Entry(None, (get(PAGE), post(page_write(200)))),
     "frontend:planner-inference": Entry(None, read_page(PAGE)),

@@ -36,6 +36,7 @@ def build_world() -> SimpleNamespace:
     _alerts(world)
     _exports(world)
     _telemetry(world)
+    _live_source(world)
     return world
 
 
@@ -217,4 +218,12 @@ def _telemetry(world: SimpleNamespace) -> None:
         period_start=START.date(),
         period_end=START.date(),
         status="succeeded",
+    )
+
+
+def _live_source(world: SimpleNamespace) -> None:
+    from accounting.models import SlurmrestdSource
+
+    world.slurmrestd_source = SlurmrestdSource.objects.create(
+        cluster=world.cluster, url="http://127.0.0.1:9", user_name="root"
     )

@@ -1,0 +1,161 @@
+"""A live Slurm source: one cluster's slurmrestd, pulled on a schedule (accounting.slurmrestd).
+
+The row is the source's settings, its cursor and health, and its pull as a durable job
+(core.jobs): each pull is a new run of the row, so a source holds one run at a time and the
+table stays one row per cluster. Its JWT is encrypted at rest (Fernet, like the telemetry
+bearer tokens) and never shown back. accounting.models imports this module; it imports no
+other accounting module, so the pulling package may import it without an import cycle.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zoneinfo
+from urllib.parse import urlsplit
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from core.jobs.models import DurableJob
+from core.outbound import OutboundRefused, check_url
+from inventory.models import Cluster
+
+DEFAULT_API_VERSION = "v0.0.38"
+# slurmdb plugin path segments: v0.0.38 (Slurm 21.08, 22.05) up to v0.0.44 (Slurm 25.x).
+API_VERSION_PATTERN = r"^v0\.0\.(3[89]|4[0-4])$"
+# Slurm user and cluster names as slurmdbd stores them (no spaces, no separators of lists).
+SLURM_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,99}$"
+
+
+def validate_slurmrestd_url(value: str) -> None:
+    """http(s)://host[:port][/prefix] that the outbound policy lets a worker reach
+    (core.outbound: checked here when saved, and again at each request)."""
+    parts = urlsplit(value)
+    if parts.query or parts.fragment:
+        raise ValidationError("The base URL takes no query or fragment.")
+    try:
+        check_url(value)
+    except OutboundRefused as exc:
+        raise ValidationError(
+            f"This URL {exc.description} Enter the slurmrestd base URL, e.g. "
+            "https://slurmrestd.example.org:6820."
+        ) from exc
+
+
+def validate_timezone(value: str) -> None:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        message = f'Unknown time zone "{value}"; use an IANA name such as UTC.'
+        raise ValidationError(message) from exc
+
+
+validate_api_version = RegexValidator(
+    re.compile(API_VERSION_PATTERN),
+    "An API version such as v0.0.38 (Slurm 22.05) or v0.0.40 (Slurm 23.11).",
+)
+validate_slurm_name = RegexValidator(
+    re.compile(SLURM_NAME_PATTERN), "Letters, digits and _ . @ - only, at most 100."
+)
+
+
+def _fernet() -> Fernet:
+    # The telemetry tokens' key (TELEMETRY_TOKEN_KEY, else SECRET_KEY), under its own label.
+    secret = getattr(settings, "TELEMETRY_TOKEN_KEY", "") or settings.SECRET_KEY
+    digest = hashlib.sha256(f"fleetwise-slurmrestd-token:{secret}".encode()).digest()
+    return Fernet(base64.urlsafe_b64encode(digest))
+
+
+class SlurmrestdSource(DurableJob):
+    """Where one cluster's Slurm accounting is read live, and how its pulls are going."""
+
+    cluster = models.OneToOneField(
+        Cluster, on_delete=models.CASCADE, related_name="slurmrestd_source"
+    )
+    url = models.CharField(
+        max_length=500,
+        validators=[validate_slurmrestd_url],
+        help_text="slurmrestd base URL, e.g. http://slurmctl:6820",
+    )
+    api_version = models.CharField(
+        max_length=10, default=DEFAULT_API_VERSION, validators=[validate_api_version]
+    )
+    slurm_cluster = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[validate_slurm_name],
+        help_text="ClusterName in slurm.conf, when one slurmdbd serves several clusters.",
+    )
+    user_name = models.CharField(
+        max_length=100,
+        validators=[validate_slurm_name],
+        help_text="Sent as X-SLURM-USER-NAME; it must see every user's jobs (an operator).",
+    )
+    token_encrypted = models.TextField(blank=True, editable=False)
+    timezone = models.CharField(
+        max_length=64,
+        default="UTC",
+        validators=[validate_timezone],
+        help_text="Zone sacct prints this cluster's times in: a job pulled live and the same "
+        "job imported from a sacct file are then one record.",
+    )
+    enabled = models.BooleanField(default=True, help_text="Pulled by the schedule.")
+    interval_s = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(60), MaxValueValidator(86_400)]
+    )
+    overlap_s = models.PositiveIntegerField(
+        default=3600,
+        validators=[MaxValueValidator(7 * 86_400)],
+        help_text="Each pull re-reads this much before the cursor (late records).",
+    )
+    timeout_s = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
+    cursor = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last job end seen, held back to the start of jobs still running; the next "
+        "pull reads from here minus the overlap. Empty: the last day.",
+    )
+    window_start = models.DateTimeField(null=True, blank=True, editable=False)
+    window_end = models.DateTimeField(null=True, blank=True, editable=False)
+    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_failure_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    next_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
+    records_read = models.PositiveIntegerField(default=0, editable=False)
+    records_created = models.PositiveIntegerField(default=0, editable=False)
+    records_updated = models.PositiveIntegerField(default=0, editable=False)
+    records_unchanged = models.PositiveIntegerField(default=0, editable=False)
+    warnings = models.JSONField(default=list, blank=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster"]
+        indexes = [models.Index(fields=["enabled", "next_attempt_at"])]
+
+    def __str__(self) -> str:
+        return f"slurmrestd of {self.cluster}"
+
+    @property
+    def has_token(self) -> bool:
+        return bool(self.token_encrypted)
+
+    def set_token(self, token: str | None) -> None:
+        self.token_encrypted = _fernet().encrypt(token.encode()).decode() if token else ""
+
+    def token(self) -> str | None:
+        """The JWT, or None when none is stored or the key changed since (enter it again)."""
+        if not self.token_encrypted:
+            return None
+        try:
+            return _fernet().decrypt(self.token_encrypted.encode()).decode()
+        except InvalidToken:
+            return None
