@@ -9,20 +9,17 @@ other accounting module, so the pulling package may import it without an import 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 import zoneinfo
 from urllib.parse import urlsplit
 
-from cryptography.fernet import Fernet, InvalidToken
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from core.jobs.models import DurableJob
 from core.outbound import OutboundRefused, check_url
+from core.secrets import decrypt_secret, encrypt_secret
 from inventory.models import Cluster
 
 DEFAULT_API_VERSION = "v0.0.38"
@@ -64,11 +61,7 @@ validate_slurm_name = RegexValidator(
 )
 
 
-def _fernet() -> Fernet:
-    # The telemetry tokens' key (TELEMETRY_TOKEN_KEY, else SECRET_KEY), under its own label.
-    secret = getattr(settings, "TELEMETRY_TOKEN_KEY", "") or settings.SECRET_KEY
-    digest = hashlib.sha256(f"fleetwise-slurmrestd-token:{secret}".encode()).digest()
-    return Fernet(base64.urlsafe_b64encode(digest))
+ENCRYPTION_LABEL = "slurmrestd-token"  # core.secrets: the telemetry tokens' key, its own label
 
 
 class SlurmrestdSource(DurableJob):
@@ -149,13 +142,10 @@ class SlurmrestdSource(DurableJob):
         return bool(self.token_encrypted)
 
     def set_token(self, token: str | None) -> None:
-        self.token_encrypted = _fernet().encrypt(token.encode()).decode() if token else ""
+        self.token_encrypted = encrypt_secret(token, label=ENCRYPTION_LABEL) if token else ""
 
     def token(self) -> str | None:
         """The JWT, or None when none is stored or the key changed since (enter it again)."""
         if not self.token_encrypted:
             return None
-        try:
-            return _fernet().decrypt(self.token_encrypted.encode()).decode()
-        except InvalidToken:
-            return None
+        return decrypt_secret(self.token_encrypted, label=ENCRYPTION_LABEL)
