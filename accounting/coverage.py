@@ -17,6 +17,7 @@ from django.db.models import Max, Min, OuterRef, Q, Subquery
 from accounting.models import ImportJob, ImportKind, SreportUtilization, UsageRecord
 from engine.coverage import (
     MIN_COVERED_SHARE,
+    SPAN_COLUMNS,
     WINDOW_COLUMNS,
     Coverage,
     coverage_of,
@@ -73,7 +74,7 @@ def usage_spans(cluster_ids: Sequence[int] | None) -> pd.DataFrame:
         if row["cluster_id"] in with_records:
             rows.append({"cluster": row["cluster_id"], "first": row["first"], "last": row["last"]})
     if not rows:
-        return pd.DataFrame(columns=["cluster", "first", "last", "as_of"])
+        return pd.DataFrame(columns=list(SPAN_COLUMNS))
     frame = pd.DataFrame.from_records(rows)
     frame["first"] = pd.to_datetime(frame["first"], utc=True)
     frame["last"] = pd.to_datetime(frame["last"], utc=True)
@@ -88,17 +89,15 @@ def coverage_windows(
 ) -> pd.DataFrame:
     """``cluster, covered_from, covered_until`` inside the period (rule in the engine module).
 
-    The usage covers a cluster at least up to the latest as-of time of its imports (the
-    export saw the cluster until then, running jobs included: they count up to it too,
-    accounting.parsing.as_of), and up to the end of that day, like the last record's day.
+    The usage covers a cluster up to the latest as-of time of its imports, to the instant
+    (the export saw the cluster until then, running jobs included: they count up to it too,
+    accounting.parsing.as_of), not to the end of that day: the as-of day's available hours
+    run through the as-of time only (`engine.coverage.window_end`).
     """
     spans = usage_spans(cluster_ids)
     if spans.empty:
         return pd.DataFrame(columns=list(WINDOW_COLUMNS))
-    last = spans[["last", "as_of"]].max(axis=1)
-    return covered_windows(
-        spans.assign(last=last)[["cluster", "first", "last"]], period_start, period_end
-    )
+    return covered_windows(spans[list(SPAN_COLUMNS)], period_start, period_end)
 
 
 def with_coverage(pools: pd.DataFrame, coverage: Coverage) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 """The figure a rule watches, read now: a value, or no value and the reason.
 
-Usage figures (utilization, idle cost, chargeback) cover the rule's trailing window and are
-measured only where the clusters' usage records cover at least half of it (the coverage rule
-of docs/efficiency-model.md): the window is cut to the span the records cover. Factor figures
-come from the scope's latest successful analysis. Money is read in the rule's currency only.
+Usage figures (utilization, idle cost, chargeback) are the accounting reports over the
+rule's trailing window, so they equal the Usage and Costs pages' figures for that period:
+the same covered hours (each cluster's covered window, from its commissioning to the as-of
+time of its latest export, `accounting.coverage`). They are read only where the usage
+covers at least half of the in-service card-hours of the clusters it reaches (the coverage
+rule of docs/efficiency-model.md); below that the rule has no data. Factor figures come from
+the scope's latest successful analysis. Money is read in the rule's currency only.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from accounting.coverage import record_spans
+from accounting.coverage import coverage_windows
 from accounting.selectors.chargeback import chargeback_report
 from accounting.selectors.costs import cost_report
-from accounting.selectors.frames import AccountingScope
+from accounting.selectors.frames import AccountingScope, inventory_frame
 from accounting.selectors.utilization import measured_utilization
 from alerts.models import ANALYSIS_METRICS, AlertRule, Metric
 from core.scopes import Scope
-from engine.coverage import MIN_COVERED_SHARE
+from engine.coverage import MIN_COVERED_SHARE, coverage_of
 from inventory.models import Cluster, Pool
 from planner.models import Analysis
 
@@ -46,12 +49,13 @@ def read(rule: AlertRule, now: dt.datetime | None = None) -> Reading:
     clusters = _cluster_ids(rule)
     if clusters is not None and not clusters:
         return Reading(None, "The scope has no clusters.")
-    window = _covered_window(clusters, end - dt.timedelta(days=rule.window_days), end)
-    if isinstance(window, str):
-        return Reading(None, window)
+    start = end - dt.timedelta(days=rule.window_days)
+    short = _short_coverage(clusters, start, end)
+    if short:
+        return Reading(None, short)
     scope = AccountingScope(
-        period_start=window[0],
-        period_end=window[1],
+        period_start=start,
+        period_end=end,
         granularity="total",
         cluster_ids=tuple(clusters) if clusters is not None else None,
         team=rule.team if rule.scope == Scope.TEAM else None,
@@ -76,23 +80,28 @@ def _cluster_ids(rule: AlertRule) -> list[int] | None:
     return None
 
 
-def _covered_window(
-    clusters: list[int] | None, start: dt.datetime, end: dt.datetime
-) -> tuple[dt.datetime, dt.datetime] | str:
-    """The part of [start, end) the usage records cover, when it is at least half of it."""
-    ids = clusters if clusters is not None else list(Cluster.objects.values_list("pk", flat=True))
-    spans = record_spans(ids, start, end)
-    if not spans:
+def _short_coverage(clusters: list[int] | None, start: dt.datetime, end: dt.datetime) -> str:
+    """Why the usage cannot speak for [start, end) ("" when it can), by the one coverage rule.
+
+    The share is the covered card-hours over the in-service card-hours (from each cluster's
+    commissioning, not the window's start) of the clusters whose usage reaches the window:
+    a cluster with no usage there is no data, left out as on the Usage page.
+    """
+    windows = coverage_windows(clusters, start, end)
+    if windows.empty:
         return f"No usage records from {start:%Y-%m-%d} to {end:%Y-%m-%d}."
-    first = min(span[0] for span in spans.values())
-    last = max(span[1] for span in spans.values())
-    share = (last - first) / (end - start)
-    if share < MIN_COVERED_SHARE:
+    inventory = inventory_frame(clusters)
+    reached = inventory[inventory["cluster"].isin(windows["cluster"])]
+    coverage = coverage_of(reached, windows, start, end)
+    if coverage.period_card_hours <= 0:
+        return f"No cards in service from {start:%Y-%m-%d} to {end:%Y-%m-%d}."
+    if not coverage.uses_measured:
         return (
-            f"Usage records cover {share:.0%} of the window, under the "
-            f"{MIN_COVERED_SHARE:.0%} the coverage rule needs."
+            f"The usage covers {coverage.share or 0.0:.0%} of the window's in-service "
+            f"card-hours ({coverage.text()}), under the {MIN_COVERED_SHARE:.0%} the coverage "
+            "rule needs."
         )
-    return first, last
+    return ""
 
 
 def _utilization(rule: AlertRule, scope: AccountingScope) -> Reading:

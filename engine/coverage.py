@@ -1,9 +1,10 @@
 """Coverage of measured usage, and the one rule that picks measured or planned (pure).
 
 Usage data covers a cluster over its *covered window*: from the UTC midnight at or before
-its first usage record or sreport period to the midnight at or after its last one, clipped
-to the period and to the cards' time in service. Inside the window a day without jobs is a
-measured idle day; outside it there is no data, never a zero.
+its first usage record or sreport period to the as-of time of its latest export (the moment
+the export saw the cluster), or, without one or past it, to the midnight at or after its last
+record; clipped to the period and to the cards' time in service. Inside the window a day
+without jobs is a measured idle day; outside it there is no data, never a zero.
 
 The rule (docs/efficiency-model.md, "Coverage and provenance"): when the covered card-hours
 are at least :data:`MIN_COVERED_SHARE` of the period's in-service card-hours, the measured
@@ -23,6 +24,7 @@ import pandas as pd
 MIN_COVERED_SHARE = 0.5
 HOURS_PER_DAY = 24.0
 WINDOW_COLUMNS = ("cluster", "covered_from", "covered_until")
+SPAN_COLUMNS = ("cluster", "first", "last", "as_of")
 
 
 def measured_applies(covered_card_hours: object, period_card_hours: object) -> np.ndarray:
@@ -98,21 +100,35 @@ def _utc(values: object) -> pd.Series:
     return pd.Series(pd.to_datetime(pd.Series(values), utc=True)).astype("datetime64[us, UTC]")
 
 
+def window_end(last: pd.Series, as_of: pd.Series) -> pd.Series:
+    """Where each covered window ends: the as-of instant when it is at or after the last
+    record (the export saw the cluster up to then, not to midnight), else the midnight at or
+    after the last record (no as-of time, or records the latest export does not vouch for)."""
+    last_utc = _utc(last)
+    as_of_utc = _utc(as_of)
+    as_of_utc.index = last_utc.index
+    vouched = as_of_utc.notna() & (as_of_utc >= last_utc)
+    return as_of_utc.where(vouched, last_utc.dt.ceil("D"))
+
+
 def covered_windows(
     spans: pd.DataFrame, period_start: dt.datetime, period_end: dt.datetime
 ) -> pd.DataFrame:
-    """Each cluster's covered window inside the period, from ``cluster, first, last``.
+    """Each cluster's covered window inside the period, from ``cluster, first, last[, as_of]``.
 
     ``first``/``last`` are the earliest start and the latest end (or start, while running)
-    of the cluster's usage records and sreport periods. Both snap outwards to UTC midnight,
-    then clip to the period; clusters whose window misses the period are left out.
+    of the cluster's usage records and sreport periods; ``as_of`` the latest as-of time of
+    its imports (NaT or absent: none). ``first`` snaps down to UTC midnight, the end is
+    :func:`window_end`; both clip to the period; clusters whose window misses it are left out.
     """
     if spans.empty:
         return pd.DataFrame(columns=list(WINDOW_COLUMNS))
     start = pd.Timestamp(period_start).tz_convert("UTC")
     end = pd.Timestamp(period_end).tz_convert("UTC")
+    as_of = spans["as_of"] if "as_of" in spans else pd.Series(pd.NaT, index=spans.index)
     first = _utc(spans["first"]).dt.floor("D").clip(lower=start)
-    last = _utc(spans["last"]).dt.ceil("D").clip(upper=end)
+    until = window_end(spans["last"], as_of)
+    last = until.where(until <= end, end)
     windows = pd.DataFrame(
         {
             "cluster": spans["cluster"].to_numpy(),

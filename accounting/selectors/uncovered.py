@@ -15,6 +15,7 @@ import pandas as pd
 
 from accounting.selectors.measured import ENGINE_MEASURED_COLUMNS, measured_pool_inputs
 from engine.coverage import measured_applies
+from engine.defaults import FACTOR_FLOOR
 
 # The chargeback row of the money on hours without usage records (bill by bill).
 UNCOVERED_TEAM = "(no usage records, not charged)"
@@ -67,8 +68,9 @@ def _fill_utilization(covered: pd.DataFrame, uncut: pd.DataFrame) -> pd.Series:
         ["allocated_card_hours", "down_card_hours", "available_card_hours"]
     ].sum()
     available = per_pool["available_card_hours"].where(per_pool["available_card_hours"] > 0)
+    # It goes in as the planned utilization, which the engine floors: an idle pool is 1e-6, not 0.
     ratio = ((per_pool["allocated_card_hours"] + per_pool["down_card_hours"]) / available).clip(
-        upper=1.0
+        lower=FACTOR_FLOOR, upper=1.0
     )
     cluster_covered = covered.groupby("cluster")["in_service_card_hours"].sum()
     cluster_period = uncut.groupby("cluster")["in_service_card_hours"].sum()

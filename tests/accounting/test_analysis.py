@@ -26,14 +26,15 @@ def analyse(cluster) -> dict:
     return results
 
 
-def test_records_of_part_of_a_day_cover_that_whole_day(alpha, import_text):
-    # The jobs end at 20:00; coverage counts whole UTC days, so the day is covered and its
-    # quiet hours are measured idle time: A / C = 112 / 384 (no sreport, so D = 0).
+def test_records_of_part_of_a_day_cover_it_up_to_the_as_of_time(alpha, import_text):
+    # The export's latest time is a Submit at 21:00 (its as-of time): the day is covered up to
+    # then, its quiet hours before it are measured idle time, the 3 h after it no data:
+    # A / C = 112 / (16 × 21) (no sreport, so D = 0), covering 21 of 24 h.
     import_text(alpha, sacct_text())
     pool = analyse(alpha)["pools"][0]
-    assert pool["utilization"] == pytest.approx(112 / 384)
+    assert pool["utilization"] == pytest.approx(112 / 336)
     assert pool["utilization_provenance"] == "measured"
-    assert pool["coverage_share"] == pytest.approx(1.0)
+    assert pool["coverage_share"] == pytest.approx(21 / 24)
 
 
 def test_an_sreport_alone_does_not_make_measured_utilization(alpha, import_text):

@@ -3,6 +3,7 @@
 
 Inventory: 16 H100 cards (700 W TDP) in service all day 2024-03-01: 16 × 24 = 384 card-h.
 Jobs: A = 48 + 48 + 16 = 112 allocated card-h; the node_fail job's 16 card-h are lost (L).
+The export is taken at midnight (its as-of time ends the day), so the whole day is covered.
 """
 
 from __future__ import annotations
@@ -15,10 +16,20 @@ import pytest
 from accounting import selectors
 from accounting.selectors.uncovered import UNCOVERED_TEAM
 from engine.cost import UNALLOCATED_IDLE_TEAM
-from tests.support.alpha_usage import DAY_END, DAY_START, SREPORT_TEXT, sacct_text
+from tests.support.alpha_usage import DAY_END, DAY_START, SACCT_LINES, SREPORT_TEXT, sacct_text
 
 pytestmark = pytest.mark.django_db
 
+# A job submitted at midnight makes the export's as-of time 03-02 00:00: the day is covered to
+# its end (the fixture's own latest time, 21:00, would cover 21 h: tests/accounting/
+# test_running_jobs.py).
+DAY_EXPORT = sacct_text(
+    [
+        *SACCT_LINES,
+        "1006|1006|alpha|h100|team-a|ann|2024-03-02T00:00:00|Unknown|Unknown|00:00:00|PENDING|1||"
+        "None assigned|",
+    ]
+)
 AVAILABLE = 16 * 24  # 384 card-h
 ALLOCATED = 48 + 48 + 16  # 112 card-h
 LOST = 16  # the node_fail job
@@ -51,7 +62,7 @@ def only_row(report: dict) -> dict:
 
 
 def test_measured_utilization_and_effective_time_by_hand(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     row = only_row(selectors.utilization_report(scope()))
     assert row["cluster"] == "alpha" and row["provenance"] == "measured"
     assert row["available_card_hours"] == AVAILABLE
@@ -64,7 +75,7 @@ def test_measured_utilization_and_effective_time_by_hand(alpha, import_text):
 
 
 def test_sreport_downtime_enters_available_hours_and_effective_time(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     import_text(alpha, SREPORT_TEXT, kind="sreport")  # Down 24, PLND Down 48 card-h
     row = only_row(selectors.utilization_report(scope()))
     # Available C = 384 − 48 planned down = 336; D = 24 unplanned Down.
@@ -76,7 +87,7 @@ def test_sreport_downtime_enters_available_hours_and_effective_time(alpha, impor
 
 
 def test_utilization_by_team_pool_and_accelerator_and_per_day(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     by_team = selectors.utilization_report(scope(group_by=("team",)))["rows"]
     shares = {row["team"]: row["utilization"] for row in by_team}
     # Each team's allocated card-hours over the cluster's 384 available.
@@ -106,7 +117,7 @@ def test_utilization_by_team_pool_and_accelerator_and_per_day(alpha, import_text
 
 
 def test_cost_of_the_day_by_hand(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     report = selectors.cost_report(scope())
     row = only_row(report)
     assert row["currency"] == "USD"
@@ -150,7 +161,7 @@ def test_cost_of_the_day_by_hand(alpha, import_text):
 
 @pytest.mark.parametrize("idle_rule", ["none", "proportional", "even"])
 def test_chargeback_sums_to_the_total_under_every_idle_rule(alpha, import_text, idle_rule):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     report = selectors.chargeback_report(scope(idle_rule=idle_rule))
     charges = {row["team"]: row for row in report["rows"]}
     assert sum(row["chargeback_cost"] for row in charges.values()) == pytest.approx(TOTAL_COST)
@@ -171,7 +182,7 @@ def test_chargeback_sums_to_the_total_under_every_idle_rule(alpha, import_text, 
 
 
 def test_chargeback_per_day_reconciles_each_bucket(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     two_days = selectors.AccountingScope(
         DAY_START, DAY_END + dt.timedelta(days=1), "day", idle_rule="even"
     )
@@ -195,7 +206,7 @@ def test_chargeback_per_day_reconciles_each_bucket(alpha, import_text):
 
 
 def test_team_filter_lists_one_team_but_totals_cover_all(alpha, import_text):
-    import_text(alpha, sacct_text())
+    import_text(alpha, DAY_EXPORT)
     report = selectors.chargeback_report(scope(team="team-b"))
     assert [row["team"] for row in report["rows"]] == ["team-b"]
     assert report["totals"][0]["total_cost"] == pytest.approx(TOTAL_COST)
