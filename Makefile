@@ -20,6 +20,7 @@ migrate: install
 run: migrate
 	$(BIN)/python manage.py load_demo_fleet
 	$(BIN)/python manage.py load_demo_usage
+	$(BIN)/python manage.py load_demo_results
 	$(BIN)/python manage.py ensure_login
 	$(BIN)/honcho --procfile platform/Procfile.dev --app-root . start
 

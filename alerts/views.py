@@ -31,7 +31,7 @@ def alert_list(request):
     context = {
         "active": events.filter(cleared_at__isnull=True)[:EVENT_ROWS],
         "past": events.filter(cleared_at__isnull=False)[:EVENT_ROWS],
-        "rules": selectors.rules_for(request.user),
+        "rules": selectors.name_watched_objects(list(selectors.rules_for(request.user))),
         "form": form,
         "can_edit": has_role(request.user, PLANNER),
     }

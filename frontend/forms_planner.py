@@ -14,6 +14,7 @@ from django import forms
 
 from core.bounds import WithinLimit
 from core.text import validate_name
+from engine.capacity.options import DEFAULT_UTILIZATION
 from engine.limits import limit, range_error
 from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from inventory.models import AcceleratorModel, Pool, Site
@@ -57,6 +58,7 @@ ERROR_FIELDS = {
     ("options_spec", "sites"): "sites",
     ("options_spec", "pools"): "pools",
     ("options_spec", "history_days"): "history_days",
+    ("overrides", "utilization"): "utilization_percent",
 }
 
 
@@ -229,6 +231,15 @@ class PlanForm(forms.Form):
         required=False,
         help_text="The fewest cards that finish in time, e.g. 30, 60.",
     )
+    utilization_percent = forms.FloatField(
+        label="Utilization (% of calendar time)",
+        required=False,
+        min_value=1,
+        max_value=100,
+        help_text="The share of calendar time the job runs on its cards: 100 for a dedicated "
+        "reservation. Days = running days ÷ utilization. Empty: each pool's measured (else "
+        f"planned) utilization, {DEFAULT_UTILIZATION:.0%} for new cards (an industry figure).",
+    )
     sites = forms.ModelMultipleChoiceField(
         label="Sites for new cards",
         queryset=Site.objects.order_by("name"),
@@ -317,7 +328,10 @@ class PlanForm(forms.Form):
         return self.section(SHAPE_FIELDS)
 
     def option_fields(self):
-        return self.section(("cards", "deadline_days", "history_days", "site_kind", "cost_basis"))
+        return self.section(
+            ("cards", "deadline_days", "utilization_percent", "history_days", "site_kind")
+            + ("cost_basis",)
+        )
 
     def lever_fields(self):
         return self.section(self.LEVER_FIELDS)
@@ -422,11 +436,14 @@ class PlanForm(forms.Form):
             levers.append({"name": "liquid_cooling", "one_off_cost": data["liquid_cooling_cost"]})
         if data.get("colocation_cost") is not None:
             levers.append({"name": "colocation", "one_off_cost": data["colocation_cost"]})
+        overrides: dict[str, Any] = {}
+        if data.get("utilization_percent") is not None:
+            overrides["utilization"] = data["utilization_percent"] / 100  # for every option
         return {
             "name": data["name"],
             "workload": workload,
             "options_spec": spec,
-            "overrides": {},
+            "overrides": overrides,
             "levers": levers,
         }
 

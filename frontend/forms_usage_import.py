@@ -9,6 +9,7 @@ from django.template.defaultfilters import filesizeformat
 
 from accounting import services
 from accounting.models import ImportJob, ImportKind
+from frontend.kept_uploads import KeptUpload
 from inventory.models import Cluster
 
 # Pasting is for a few hundred lines; bigger exports go through the file field.
@@ -117,6 +118,7 @@ class UsageImportForm(forms.Form):
         + [("seconds", "seconds")],
         help_text="Only for sreport output without its banner (sreport -t).",
     )
+    kept_upload = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
     gpuutil = forms.ChoiceField(
         label="sacct gres/gpuutil is",
         required=False,
@@ -126,12 +128,25 @@ class UsageImportForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, kept: KeptUpload | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.kept = kept  # the file kept from a preview (frontend/kept_uploads.py)
         self.fields["file"].help_text = (
             f"sacct or sreport text, .csv or .xlsx; at most "
             f"{filesizeformat(services.max_upload_bytes())} (larger: manage.py import_usage)."
         )
+
+    def show_kept(self, kept: KeptUpload) -> None:
+        """The page comes back holding ``kept``: its token in the hidden field, its name under
+        the file input (a browser cannot refill a file input)."""
+        self.kept = kept
+        self.data = self.data.copy()
+        self.data["kept_upload"] = kept.token
+        note = (
+            f"Your file is kept: {kept.name} ({filesizeformat(kept.size_bytes)}). Import "
+            "uses it, unless you choose another file or paste text."
+        )
+        self.fields["file"].help_text = self["file"].help_text = note  # the bound one is cached
 
     def clean_file(self):
         upload = self.cleaned_data.get("file")
@@ -149,18 +164,24 @@ class UsageImportForm(forms.Form):
         has_text = bool((cleaned.get("pasted_text") or "").strip())
         if has_file and has_text:
             self.add_error("file", "Choose a file or paste text, not both.")
-        elif not has_file and not has_text and "file" not in self.errors:
+        elif not has_file and not has_text and "file" not in self.errors and not self.kept:
             self.add_error("file", "Choose a file or paste its text.")
         elif has_text and cleaned.get("kind") == ImportKind.XLSX:
             self.add_error("pasted_text", "An Excel workbook cannot be pasted; upload the file.")
         return cleaned
 
     def upload(self):
-        """The chosen file, or the pasted text as a named in-memory file."""
+        """The chosen file, the pasted text as a named in-memory file, or the kept file."""
         if self.cleaned_data.get("file"):
             return self.cleaned_data["file"]
+        if self.kept and not (self.cleaned_data.get("pasted_text") or "").strip():
+            return self.kept.open()
         kind = self.cleaned_data["kind"]
         return ContentFile(self.cleaned_data["pasted_text"].encode(), name=PASTED_NAMES[kind])
+
+    def chosen_file(self):
+        """The file chosen in this request, when nothing refused it (to keep for the next)."""
+        return None if "file" in self.errors else getattr(self, "cleaned_data", {}).get("file")
 
     def advanced_open(self) -> bool:
         return any(name in self.errors for name in ADVANCED_FIELDS)
@@ -188,7 +209,7 @@ def start_import(form: UsageImportForm, user) -> ImportJob | None:
         )
     except services.ImportInputError as exc:
         for field, message in exc.errors.items():
-            if field == "file" and not data.get("file"):
+            if field == "file" and not data.get("file") and (data.get("pasted_text") or "").strip():
                 field = "pasted_text"
             form.add_error(field if field in form.fields else None, message)
         return None

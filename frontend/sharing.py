@@ -17,7 +17,7 @@ from django.db.models import Model
 from django.http import HttpRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from access.pages import role_required
 from access.roles import VIEWER
@@ -115,10 +115,13 @@ def spreadsheet_links(request: HttpRequest):
 
 
 @role_required(write_role=VIEWER)
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def revoke_link(request: HttpRequest, pk: int):
-    """Revoke at once: the spreadsheets using the link get 410 Gone from now on."""
+    """GET: what revoking does, and the button that confirms it; POST: revoke at once, the
+    spreadsheets using the link get 410 Gone from now on."""
     token = get_object_or_404(services.tokens_for(request.user), pk=pk)
+    if request.method != "POST":
+        return render(request, "frontend/sharing/revoke_confirm.html", {"token": token})
     services.revoke(token)
     messages.success(request, f"Revoked “{token.name}”: the link no longer answers.")
     return redirect(LINKS_URL_NAME)

@@ -3,13 +3,20 @@
 Money in different currencies is never added, ranked or compared; a reporting currency
 converts only with a rate an administrator entered, and every converted figure says which
 (`Conversion.note`, e.g. "converted at EUR→USD 1.08 of 2026-11-01").
+
+Callers that ask for it (``reference=True``: the capacity planner) fall back to the ECB's euro
+reference rates shipped in ``data/ecb_euro_reference_rates.json`` (one published day, never
+fetched at run time) where no rate was entered; an entered rate of a pair always wins.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -62,27 +69,107 @@ class ExchangeRate(models.Model):
             raise ValidationError({"to_currency": "Convert between two different currencies."})
 
 
+# Where a conversion's rate comes from.
+ENTERED = "entered"
+REFERENCE = "reference"
+
+REFERENCE_RATES_FILE = Path(__file__).with_name("data") / "ecb_euro_reference_rates.json"
+
+
 @dataclass(frozen=True)
 class Conversion:
     from_currency: str
     to_currency: str
     rate: float
     valid_on: dt.date
+    provenance: str = ENTERED
+    source: str = ""
 
     @property
     def note(self) -> str:
-        return (
+        text = (
             f"converted at {self.from_currency}→{self.to_currency} {self.rate:g} "
             f"of {self.valid_on:%Y-%m-%d}"
         )
+        return f"{text} ({self.source})" if self.provenance == REFERENCE else text
+
+    @property
+    def label(self) -> str:
+        """The rate with its day and provenance, e.g. "USD→EUR 0.952835 of 2024-11-25
+        (ECB euro reference rate …)" or "… (entered: finance desk)"."""
+        if self.provenance == REFERENCE:
+            origin = self.source
+        else:
+            origin = f"entered: {self.source}" if self.source else "entered"
+        return (
+            f"{self.from_currency}→{self.to_currency} {self.rate:g} "
+            f"of {self.valid_on:%Y-%m-%d} ({origin})"
+        )
+
+    def as_record(self) -> dict[str, Any]:
+        """JSON-safe, for results that must say later which rate they used."""
+        return {
+            "from_currency": self.from_currency,
+            "to_currency": self.to_currency,
+            "rate": self.rate,
+            "valid_on": self.valid_on.isoformat(),
+            "provenance": self.provenance,
+            "source": self.source,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class ReferenceRates:
+    """One published day of the ECB's euro reference rates (units of a currency per euro)."""
+
+    published_on: dt.date
+    source: str
+    url: str
+    units_per_eur: Mapping[str, float]
+
+
+@functools.cache
+def reference_rates() -> ReferenceRates:
+    """The shipped reference table, read once per process."""
+    data = json.loads(REFERENCE_RATES_FILE.read_text(encoding="utf-8"))
+    units = {str(code).upper(): float(rate) for code, rate in data["units_per_eur"].items()}
+    bad = sorted(code for code, rate in units.items() if code not in ISO_4217_CODES or rate <= 0)
+    if bad:
+        raise ValueError(f"{REFERENCE_RATES_FILE.name}: bad codes or rates {', '.join(bad)}")
+    return ReferenceRates(
+        published_on=dt.date.fromisoformat(data["published_on"]),
+        source=data["source"],
+        url=data["url"],
+        units_per_eur=units,
+    )
+
+
+def reference_conversion(source: str, target: str, on: dt.date) -> Conversion | None:
+    """``source`` → ``target`` from the shipped ECB table (crossed via EUR when neither is
+    EUR); None when a code is not in it or the table is newer than ``on``."""
+    table = reference_rates()
+    per_eur = {"EUR": 1.0, **table.units_per_eur}
+    if table.published_on > on or source not in per_eur or target not in per_eur:
+        return None
+    crossed = "" if "EUR" in (source, target) else ", crossed via EUR"
+    return Conversion(
+        source,
+        target,
+        per_eur[target] / per_eur[source],
+        table.published_on,
+        provenance=REFERENCE,
+        source=f"ECB euro reference rate{crossed}, shipped with Fleetwise",
+    )
 
 
 def conversions(
-    currencies: Iterable[str], target: str, on: dt.date
+    currencies: Iterable[str], target: str, on: dt.date, *, reference: bool = False
 ) -> dict[str, Conversion | None]:
     """The newest rate on or before ``on`` from each currency to ``target`` (None: no rate).
 
-    A rate entered the other way round (target → currency) is used inverted.
+    A rate entered the other way round (target → currency) is used inverted. With
+    ``reference``, a currency without an entered rate gets the shipped ECB reference rate.
     """
     wanted = {code for code in currencies if code and code != target}
     found: dict[str, Conversion | None] = dict.fromkeys(wanted)
@@ -96,8 +183,15 @@ def conversions(
         previous = found[code]
         if previous is None or previous.valid_on <= rate.valid_on:
             found[code] = Conversion(
-                code, target, rate.rate if direct else 1.0 / rate.rate, rate.valid_on
+                code,
+                target,
+                rate.rate if direct else 1.0 / rate.rate,
+                rate.valid_on,
+                source=rate.source,
             )
+    if reference:
+        for code in [code for code, found_rate in found.items() if found_rate is None]:
+            found[code] = reference_conversion(code, target, on)
     return found
 
 

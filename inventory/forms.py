@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from django import forms
 
 from core.parsers import BoundedJSONFormField
@@ -63,20 +65,113 @@ class AssumptionsFormMixin:
         return {} if value in (None, "") else value
 
 
+# A site's figure that is stated or explicitly unknown (stored as 0: it adds no cost or CO₂),
+# never pre-filled: a new site does not silently get free energy.
+STATED_OR_UNKNOWN = {
+    "tariff_per_kwh": (
+        "tariff_unknown",
+        "Give the tariff per kWh in the site's currency, or tick “Tariff unknown”.",
+    ),
+    "grid_carbon_g_per_kwh": (
+        "grid_carbon_unknown",
+        "Give the grid's carbon intensity, or tick “Carbon intensity unknown”.",
+    ),
+}
+
+
+class FormSection(NamedTuple):
+    """A fieldset of a form: its legend, a hint, its fields in tab order, and whether they
+    sit in two columns (only for pairs read left to right, such as start and end)."""
+
+    legend: str
+    hint: str
+    fields: list[forms.BoundField]
+    paired: bool = False
+
+
 class SiteForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
     name_fields = ("name", "location")
+    tariff_unknown = forms.BooleanField(
+        label="Tariff unknown",
+        required=False,
+        help_text="Stored as 0: the site's energy adds no cost until a tariff is entered.",
+    )
+    grid_carbon_unknown = forms.BooleanField(
+        label="Carbon intensity unknown",
+        required=False,
+        help_text="Stored as 0: the site's energy counts no CO₂ until a figure is entered.",
+    )
+    # (legend, hint, fields, paired): the page's order, which is also the tab order.
+    SECTIONS = (
+        ("Site", "", ("name", "location"), True),
+        ("Cooling", "", ("cooling_type", "pue", "pue_confirmed"), False),
+        (
+            "Energy price and carbon",
+            "Each figure is stated or ticked unknown: nothing is assumed for a new site.",
+            ("tariff_per_kwh", "tariff_unknown", "currency")
+            + ("grid_carbon_g_per_kwh", "grid_carbon_unknown"),
+            False,
+        ),
+        (
+            "Metered energy (optional)",
+            "Facility and IT energy of one period: they measure the PUE.",
+            ("metered_facility_energy_kwh", "metered_it_energy_kwh")
+            + ("metered_period_start", "metered_period_end"),
+            True,
+        ),
+        ("Overrides and notes", "", ("assumptions", "notes"), False),
+    )
 
     class Meta:
         model = Site
         fields = list(Site.EDITABLE_FIELDS)
         labels = FIELD_LABELS
         field_classes = JSON_BOXES
+        help_texts = {
+            "tariff_per_kwh": "Required (or tick unknown): facility energy price, in the "
+            "currency below.",
+            "grid_carbon_g_per_kwh": "Required (or tick unknown): gCO₂ per kWh of the grid.",
+            "currency": "ISO 4217 code of the tariff and of this site's costs, e.g. EUR.",
+        }
         widgets = {
             "metered_period_start": ISO_DATE,
             "metered_period_end": ISO_DATE,
+            "currency": forms.TextInput(attrs={"size": 3, "autocapitalize": "characters"}),
             "assumptions": short_textarea(),
             "notes": short_textarea(),
         }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.order_fields([name for section in self.SECTIONS for name in section[2]])
+        stored = self.instance.pk is not None
+        for name, (flag, _) in STATED_OR_UNKNOWN.items():
+            self.fields[name].required = False  # required unless ticked unknown (clean)
+            unknown = stored and not getattr(self.instance, name)
+            self.initial[name] = getattr(self.instance, name) if stored and not unknown else None
+            self.initial[flag] = unknown
+        if not stored:
+            self.initial["currency"] = ""  # the model's USD is a default, not a statement
+
+    def sections(self) -> list[FormSection]:
+        return [
+            FormSection(legend, hint, [self[name] for name in names], paired)
+            for legend, hint, names, paired in self.SECTIONS
+        ]
+
+    def clean(self):
+        data = super().clean()
+        for name, (flag, missing) in STATED_OR_UNKNOWN.items():
+            if name in self.errors:
+                continue  # already refused (not a number, out of range)
+            value, unknown = data.get(name), data.get(flag)
+            if value is None and not unknown:
+                self.add_error(name, missing)
+            elif value is not None and unknown:
+                self.add_error(flag, "Give a figure or tick unknown, not both.")
+            elif unknown:
+                data[name] = 0.0
+        return data
 
 
 class AcceleratorModelForm(SafeNamesFormMixin, forms.ModelForm):

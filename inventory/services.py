@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import models, transaction
 
 from inventory.catalog import load_catalog
 from inventory.models import (
@@ -110,37 +111,54 @@ DEMO_CLUSTERS = [
 ]
 
 
+M = TypeVar("M", bound=models.Model)
+
+
+def _upsert(model: type[M], lookup: dict[str, Any], values: dict[str, Any]) -> M:
+    """Create the row, or save it only where ``values`` differ: an unchanged row is not saved
+    (no new version, history entry or "edited after this run" on the analyses that used it)."""
+    row, created = model.objects.get_or_create(**lookup, defaults=values)
+    if created:
+        return row
+    changed = False
+    for name, value in values.items():
+        field = model._meta.get_field(name)
+        wanted = value.pk if field.is_relation and value is not None else value
+        if getattr(row, field.attname) != wanted:
+            setattr(row, name, value)
+            changed = True
+    if changed:
+        row.save()
+    return row
+
+
 @transaction.atomic
 def load_demo_fleet() -> dict[str, int]:
-    """Create or refresh the demo fleet; running it twice changes nothing."""
+    """Create or refresh the demo fleet; running it twice changes nothing (no row is saved)."""
     load_catalog(AcceleratorModel)
     accelerators = {a.name: a for a in AcceleratorModel.objects.all()}
     sites = {}
     for values in DEMO_SITES:
         values = dict(values)
-        site, _ = Site.objects.update_or_create(name=values.pop("name"), defaults=values)
+        site = _upsert(Site, {"name": values.pop("name")}, values)
         sites[site.name] = site
     counts = {"sites": len(sites), "clusters": 0, "pools": 0, "node_groups": 0}
     for values in DEMO_CLUSTERS:
         values = dict(values)
         pools = values.pop("pools")
         site = sites[values.pop("site")]
-        cluster, _ = ClusterModel.objects.update_or_create(
-            site=site, name=values.pop("name"), defaults=values
-        )
+        cluster = _upsert(ClusterModel, {"site": site, "name": values.pop("name")}, values)
         counts["clusters"] += 1
         for pool_values in pools:
             pool_values = dict(pool_values)
             groups = pool_values.pop("groups")
-            pool, _ = Pool.objects.update_or_create(
-                cluster=cluster, name=pool_values.pop("name"), defaults=pool_values
-            )
+            pool = _upsert(Pool, {"cluster": cluster, "name": pool_values.pop("name")}, pool_values)
             counts["pools"] += 1
             for group in groups:
-                NodeGroup.objects.update_or_create(
-                    pool=pool,
-                    name=group.name,
-                    defaults={
+                _upsert(
+                    NodeGroup,
+                    {"pool": pool, "name": group.name},
+                    {
                         "accelerator": accelerators[group.accelerator],
                         "node_count": group.node_count,
                         "cards_per_node": group.cards_per_node,

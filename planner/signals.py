@@ -12,7 +12,7 @@ from django.db.models.signals import post_delete, post_save
 from accounting.models import ServingLoad
 from accounting.signals import usage_imported
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
-from planner.plans import mark_plans_stale
+from planner.plans import connect_rate_signals, mark_plans_stale
 from planner.services import mark_stale
 
 # (level, id) a plan's `inventory_refs` may name, for each inventory model.
@@ -100,6 +100,7 @@ def _on_serving_load(sender, instance, **kwargs) -> None:
 
 def connect() -> None:
     usage_imported.connect(_on_usage_imported, dispatch_uid="planner.stale.usage_imported")
+    connect_rate_signals()  # an exchange rate change marks the plans it reprices stale
     for signal, name in ((post_save, "save"), (post_delete, "delete")):
         uid = f"planner.stale.ServingLoad.{name}"
         signal.connect(_on_serving_load, sender=ServingLoad, dispatch_uid=uid)

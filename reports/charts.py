@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 
 CURRENT = "#0b5cad"
 PREVIOUS = "#9fb3c8"
+UNCOVERED = "#c9c9c9"  # money of hours without usage records (charged to no team)
 WIDTH_IN, HEIGHT_IN, DPI = 6.4, 3.0, 110
 
 
@@ -71,7 +72,7 @@ def utilization_chart(numbers: dict[str, Any]) -> bytes:
 
 
 def chargeback_chart(numbers: dict[str, Any]) -> bytes:
-    """Chargeback per team (used cost + idle share)."""
+    """Chargeback per team (used cost + idle share; hours without usage records apart)."""
     figure, panels = _currency_panels(numbers["chargeback"]["teams"][:12])
     for axes, currency, rows in panels:
         if not rows:
@@ -84,10 +85,14 @@ def chargeback_chart(numbers: dict[str, Any]) -> bytes:
         names = [str(row["team"]) for row in rows]
         used = [row.get("used_cost") or 0.0 for row in rows]
         idle = [row.get("idle_cost_share") or 0.0 for row in rows]
+        uncovered = [row.get("uncovered_cost") or 0.0 for row in rows]
         axes.barh(names, used, color=CURRENT, label="Used")
         axes.barh(names, idle, left=used, color=PREVIOUS, label="Idle share")
+        if any(uncovered):  # the hours without usage records: a bar of their own
+            left = [a + b for a, b in zip(used, idle, strict=True)]
+            axes.barh(names, uncovered, left=left, color=UNCOVERED, label="No usage records")
         axes.invert_yaxis()
-        axes.set_xlabel(f"Charged ({currency})")
+        axes.set_xlabel(f"Cost ({currency})")
         axes.legend(loc="lower right", frameon=False, fontsize=8)
     panels[0][0].set_title("Chargeback per team, per currency", fontsize=10)
     return _png(figure)

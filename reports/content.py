@@ -8,7 +8,6 @@ e-mail can never disagree. Rows are the accounting API's rows for the same perio
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,14 +15,12 @@ from accounting import selectors as accounting
 from core.scopes import Scope
 from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from engine.factors import FACTOR_NAMES
-from reports import conversion, periods
+from reports import conversion, losses, periods, tables
 from reports import selectors as report_selectors
 from reports.models import ReportSchedule, ReportTemplate
 from reports.trends import change
 
 NO_DATA = "—"  # how a figure without data reads (never 0, never "n/a USD")
-HOURS_PER_MONTH = 730.0  # 8,760 h / 12: how "about $N a month" scales a period's loss
-TOP_IDLE_POOLS = 5
 RECOMMENDATIONS = 3
 UTILIZATION_GROUPS: tuple[str, ...] = ("cluster", "pool", "accelerator", "team")
 FACTOR_LABELS = {
@@ -58,6 +55,7 @@ CHARGEBACK_COLUMNS = (
     "used_card_hours",
     "used_cost",
     "idle_cost_share",
+    "uncovered_cost",
     "chargeback_cost",
     "share_of_total",
 )
@@ -101,13 +99,6 @@ ADVICE = {
     "overlap the gradient all-reduce",
     "energy": "raise cooling set-points, contain hot aisles or move hot pools to liquid cooling",
 }
-
-
-def _finite(value: Any) -> float | None:
-    if value is None:
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def money(value: float | None, currency: str | None) -> str:
@@ -321,9 +312,9 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
             {
                 "name": name,
                 "label": FACTOR_LABELS[name],
-                "value": _finite(now),
-                "previous": _finite(before),
-                **change(_finite(now), _finite(before), higher_is_better=True),
+                "value": tables.finite(now),
+                "previous": tables.finite(before),
+                **change(tables.finite(now), tables.finite(before), higher_is_better=True),
             }
         )
     figure_specs = [
@@ -339,7 +330,7 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
     mixed = len(current["currencies"]) > 1
     figures = []
     for key, label, higher_is_better, unit in figure_specs:
-        now, before = _finite(current.get(key)), _finite(previous.get(key))
+        now, before = tables.finite(current.get(key)), tables.finite(previous.get(key))
         relative = change(now, before, higher_is_better)
         if now is not None and before:
             relative["relative"] = (now - before) / before
@@ -360,37 +351,13 @@ def _summary(current: dict, previous: dict) -> dict[str, Any]:
             }
         )
     return {
-        "effective_utilization": _finite(current["effective_utilization"]),
-        "previous_effective_utilization": _finite(previous["effective_utilization"]),
+        "effective_utilization": tables.finite(current["effective_utilization"]),
+        "previous_effective_utilization": tables.finite(previous["effective_utilization"]),
         "currency": current["currency"],
         "currencies": current["currencies"],
         "factors": factor_rows,
         "figures": figures,
     }
-
-
-def _top_idle_pools(utilization_pools: list[dict], pool_costs: list[dict]) -> list[dict]:
-    cost_of = {row.get("pool_id"): row for row in pool_costs}
-    rows = []
-    for row in utilization_pools:
-        idle = row.get("idle_card_hours")
-        if not idle:
-            continue
-        cost = cost_of.get(row.get("pool_id"), {})
-        available = row.get("available_card_hours") or 0.0
-        rows.append(
-            {
-                "pool": row.get("pool"),
-                "pool_id": row.get("pool_id"),
-                "cluster": cost.get("cluster"),
-                "idle_card_hours": idle,
-                "idle_share": idle / available if available else None,
-                "idle_cost": _finite(cost.get("idle_cost")),
-                "currency": cost.get("currency"),
-            }
-        )
-    rows.sort(key=lambda row: (-(row["idle_cost"] or 0.0), -row["idle_card_hours"], row["pool"]))
-    return rows[:TOP_IDLE_POOLS]
 
 
 def _rests_on(cluster: str | None, notes: Sequence[str]) -> str:
@@ -411,57 +378,89 @@ def _recommendations(
     """The largest (cluster, factor) losses in money, as plain sentences.
 
     Only factors measured from this period's data qualify (a default MFU or a planned
-    utilization is no ground for advice); each sentence says which data it rests on.
+    utilization is no ground for advice); each sentence says which data it rests on. A loss
+    is what the card-hours the factor lost cost (`reports.losses`), and a month is only
+    extrapolated from a shorter period, saying so.
     """
     by_cluster = {row.get("cluster_id"): row for row in utilization_clusters}
-    monthly = HOURS_PER_MONTH / period.hours if period.hours > 0 else 0.0
     candidates = []
     for row in cost_rows:
         provenance = row.get("factor_provenance") or {}
-        lost = {
-            name: value
-            for name, value in (row.get("lost_cost_by_factor") or {}).items()
+        priced = {
+            name: loss
+            for name in FACTOR_NAMES
             if provenance.get(name) == "measured"
+            and (loss := losses.priced_loss(name, row, period.hours)) is not None
+            and loss.cost > 0
         }
-        top_factor = max(lost, key=lambda name: lost[name] or 0.0) if lost else None
-        for factor, value in lost.items():
-            if value and value > 0:
-                candidates.append((value, row, factor, factor == top_factor))
-    candidates.sort(key=lambda item: (-item[0], str(item[1].get("cluster")), item[2]))
-    result = []
-    for value, row, factor, largest in candidates[:RECOMMENDATIONS]:
-        cluster = row.get("cluster")
-        factors = row.get("factors") or {}
-        usage = by_cluster.get(row.get("cluster_id"), {})
-        detail = _loss_detail(factor, factors, usage)
-        per_month = value * monthly
-        label = FACTOR_LABELS[factor]
-        lead = "the biggest loss" if largest else "a large loss"
-        rests_on = _rests_on(cluster, notes)
-        text = (
-            f"{label} is {lead} in cluster {cluster}: {detail}, about "
-            f"{money(per_month, row.get('currency'))} a month. Next step: {ADVICE[factor]}. "
-            f"Measured: {rests_on}."
+        top_factor = max(priced, key=lambda name: priced[name].cost) if priced else None
+        for factor, loss in priced.items():
+            candidates.append((loss, row, factor, factor == top_factor))
+    candidates.sort(key=lambda item: (-item[0].cost, str(item[1].get("cluster")), item[2]))
+    return [
+        _recommendation(loss, row, factor, largest, by_cluster, period, notes)
+        for loss, row, factor, largest in candidates[:RECOMMENDATIONS]
+    ]
+
+
+def _recommendation(
+    loss: losses.PricedLoss,
+    row: dict,
+    factor: str,
+    largest: bool,
+    by_cluster: dict,
+    period: periods.Period,
+    notes: Sequence[str],
+) -> dict[str, Any]:
+    """One piece of advice: the loss, what it cost in the period and, for a short period,
+    the month at the period's rate (said as such)."""
+    cluster = row.get("cluster")
+    currency = row.get("currency")
+    usage = by_cluster.get(row.get("cluster_id"), {})
+    detail = _loss_detail(factor, row.get("factors") or {}, usage)
+    days = period.hours / 24.0
+    cost = f"{LOSS_COST[factor]} {money(loss.cost, currency)} in these {days:,.3g} days"
+    if loss.per_month is not None:
+        cost += (
+            f"; about {money(loss.per_month, currency)} a month at this period's rate "
+            f"(extrapolated, × {loss.months_factor:.2f})"
         )
-        result.append(
-            {
-                "cluster": cluster,
-                "factor": factor,
-                "lost_cost": value,
-                "lost_cost_per_month": per_month,
-                "currency": row.get("currency"),
-                "rests_on": rests_on,
-                "text": text[0].upper() + text[1:],
-            }
-        )
-    return result
+    lead = "the biggest loss" if largest else "a large loss"
+    rests_on = _rests_on(cluster, notes)
+    text = (
+        f"{FACTOR_LABELS[factor]} is {lead} in cluster {cluster}: {detail}{cost}. "
+        f"Next step: {ADVICE[factor]}. Measured: {rests_on}."
+    )
+    return {
+        "cluster": cluster,
+        "factor": factor,
+        "lost_card_hours": loss.card_hours,
+        "lost_cost": loss.cost,
+        "lost_cost_per_month": loss.per_month,
+        "currency": currency,
+        "rests_on": rests_on,
+        "text": text[0].upper() + text[1:],
+    }
+
+
+# How a factor's loss is priced in a sentence ("…, which cost 1,170 EUR in these 7 days").
+LOSS_COST = {
+    "utilization": ", which cost",
+    "effective_time": ", which cost",
+    "mfu": "; the busy card-hours' unused peak cost",
+    "scaling": "; the busy card-hours it loses cost",
+    "energy": "; that overhead cost",
+}
 
 
 def _loss_detail(factor: str, factors: dict, usage: dict) -> str:
     if factor == "utilization":
         share = usage.get("allocation_share")
         idle = 1.0 - share if share is not None else 1.0 - (factors.get("utilization") or 0.0)
-        return f"{idle:.0%} idle card-hours"
+        hours = usage.get("idle_card_hours")
+        return f"{idle:.0%} of the card-hours idle" + (
+            f" ({hours:,.0f} card-hours)" if hours is not None else ""
+        )
     if factor == "effective_time":
         lost = usage.get("lost_card_hours") or 0.0
         share = 1.0 - (factors.get("effective_time") or 1.0)
@@ -474,42 +473,6 @@ def _loss_detail(factor: str, factors: dict, usage: dict) -> str:
         return f"parallel scaling efficiency is {factors.get('scaling') or 0.0:.0%}"
     energy = factors.get("energy") or 1.0
     return f"PUE {1.0 / energy:.2f}, so {1.0 - energy:.0%} of the power never reaches a card"
-
-
-def _cost_rows(rows: list[dict]) -> list[dict]:
-    result = []
-    for row in rows:
-        name = row.get("cluster")
-        if "pool" in row:
-            name = f"{row.get('cluster')} / {row.get('pool')}"
-        result.append({"name": name, **row})
-    return sorted(result, key=lambda row: str(row["name"]))
-
-
-def _failures(utilization_clusters: list[dict], job_counts: list[dict]) -> dict[str, Any]:
-    counts: dict[str, dict[str, int]] = {}
-    for row in job_counts:
-        counts.setdefault(row["cluster"], {})[row["state"]] = row["jobs"]
-    rows = []
-    for row in utilization_clusters:
-        states = counts.get(row.get("cluster"), {})
-        rows.append(
-            {
-                "cluster": row.get("cluster"),
-                "failed_jobs": states.get("failed", 0),
-                "node_fail_jobs": states.get("node_fail", 0),
-                "preempted_jobs": states.get("preempted", 0),
-                "lost_card_hours": row.get("lost_card_hours"),
-                "down_card_hours": row.get("down_card_hours"),
-                "effective_time": row.get("effective_time"),
-            }
-        )
-    return {
-        "clusters": rows,
-        "lost_card_hours": sum(row["lost_card_hours"] or 0.0 for row in rows),
-        "down_card_hours": sum(row["down_card_hours"] or 0.0 for row in rows),
-        "failed_jobs": sum(row["failed_jobs"] + row["node_fail_jobs"] for row in rows),
-    }
 
 
 def _period_json(period: periods.Period) -> dict[str, Any]:
@@ -565,11 +528,11 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
             "idle_card_hours": current["idle_card_hours"],
             "idle_cost": current["idle_cost"],
             "currency": current["currency"],
-            "top_pools": _top_idle_pools(utilization["pool"], raw["pool_costs"]["rows"]),
+            "top_pools": tables.top_idle_pools(utilization["pool"], raw["pool_costs"]["rows"]),
         },
         "costs": {
-            "clusters": _cost_rows(cost_rows),
-            "pools": _cost_rows(raw["pool_costs"]["rows"]),
+            "clusters": tables.cost_rows(cost_rows),
+            "pools": tables.cost_rows(raw["pool_costs"]["rows"]),
             "totals": raw["costs"]["totals"],
         },
         "chargeback": {
@@ -582,7 +545,7 @@ def build_numbers(schedule: ReportSchedule, period: periods.Period) -> dict[str,
             "totals": chargeback["totals"],
         },
         "waste": waste,
-        "failures": _failures(utilization["cluster"], job_counts),
+        "failures": tables.failures(utilization["cluster"], job_counts),
         "recommendations": _recommendations(
             cost_rows, utilization["cluster"], period, raw["costs"].get("warnings", [])
         ),

@@ -160,11 +160,13 @@ def _convert_tables(numbers: dict[str, Any], rates: dict, target: str) -> None:
     recommendations = []
     for row in numbers["recommendations"]:
         converted = _convert_row(row, rates, target)
-        if row.get("currency") not in (None, target) and converted["lost_cost_per_month"]:
-            # The sentence keeps the original currency; the converted figure follows it.
+        if row.get("currency") not in (None, target) and converted.get("lost_cost") is not None:
+            # The sentence keeps the original currency; the converted figures follow it.
+            month = converted.get("lost_cost_per_month")
+            in_month = f", about {month:,.0f} {target} a month" if month is not None else ""
             converted["text"] = (
-                f"{row['text']} In {target}: about {converted['lost_cost_per_month']:,.0f} "
-                f"{target} a month ({converted['conversion']})."
+                f"{row['text']} In {target}: {converted['lost_cost']:,.0f} {target} in the "
+                f"period{in_month} ({converted['conversion']})."
             )
         recommendations.append(converted)
     numbers["recommendations"] = recommendations

@@ -350,7 +350,14 @@ FAILURE_COLUMNS = (
     "effective_time",
 )
 IDLE_COLUMNS = ("cluster", "pool", "idle_card_hours", "idle_share", "idle_cost", "currency")
-RECOMMENDATION_COLUMNS = ("cluster", "factor", "lost_cost", "lost_cost_per_month", "currency")
+RECOMMENDATION_COLUMNS = (
+    "cluster",
+    "factor",
+    "lost_card_hours",
+    "lost_cost",
+    "lost_cost_per_month",
+    "currency",
+)
 
 
 def render_xlsx(numbers: dict[str, Any]) -> bytes:
@@ -387,7 +394,7 @@ def render_xlsx(numbers: dict[str, Any]) -> bytes:
     if numbers["recommendations"]:
         columns = [*RECOMMENDATION_COLUMNS, "text"]
         _table_sheet(workbook, "Recommendations", columns, numbers["recommendations"])
-        workbook["Recommendations"].column_dimensions["F"].width = 100
+        workbook["Recommendations"].column_dimensions["G"].width = 100  # the text
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
@@ -438,7 +445,13 @@ def csv_rows(numbers: dict[str, Any]) -> list[dict[str, Any]]:
     for row in numbers["failures"]["clusters"]:
         add("failures", "cluster", row["cluster"], row, tuple(k for k in row if k != "cluster"))
     for index, row in enumerate(numbers["recommendations"], start=1):
-        add("recommendations", row["factor"], row["cluster"], row, ("lost_cost_per_month",))
+        add(
+            "recommendations",
+            row["factor"],
+            row["cluster"],
+            row,
+            ("lost_card_hours", "lost_cost", "lost_cost_per_month"),
+        )
         rows.append(
             {
                 "section": "recommendations",

@@ -558,6 +558,10 @@ class ChargebackRowSerializer(serializers.Serializer):
     used_card_hours = serializers.FloatField()
     used_cost = serializers.FloatField(help_text="Used card-hours × (ownership + busy energy).")
     idle_cost_share = serializers.FloatField()
+    uncovered_cost = serializers.FloatField(
+        help_text="Hours without usage records: only on the row no team pays; "
+        "used + idle share + this = chargeback_cost."
+    )
     chargeback_cost = serializers.FloatField()
     share_of_total = _float()
 

@@ -30,10 +30,13 @@ def chargeback_report(
     Each pool's used card-hours are priced at its ``used_cost_per_card_hour`` (ownership +
     busy energy); its idle cost is shared by ``scope.idle_rule`` (none, proportional, even;
     :func:`engine.cost.chargeback`). Per currency and bucket, the charges sum to the
-    total cost of the pools in scope. With ``scope.team`` only that team's rows are listed,
-    the totals still cover every team. ``costs`` as in :func:`cost_report` (its usage must
-    carry the teams). ``activity``: charge by measured activity instead of allocation, a
-    factor per team row (telemetry.selectors.activity_factors).
+    total cost of the pools in scope. Each row's ``chargeback_cost`` is its ``used_cost`` +
+    ``idle_cost_share`` + ``uncovered_cost`` (hours without usage records: only on the row
+    "(no usage records, not charged)", which no team pays). With ``scope.team`` only that
+    team's rows are listed, the totals still cover every team. ``costs`` as in
+    :func:`cost_report` (its usage must carry the teams). ``activity``: charge by measured
+    activity instead of allocation, a factor per team row
+    (telemetry.selectors.activity_factors).
     """
     if scope.idle_rule not in IDLE_RULES:
         raise AccountingQueryError({"idle_rule": f"Must be one of {', '.join(IDLE_RULES)}."})
@@ -138,7 +141,10 @@ def _charged_frame(
         idle_rule=scope.idle_rule,  # type: ignore[arg-type]
         scope_keys=bill_keys,
     )
-    charged = pd.concat([charged, _uncovered_rows(units, bill_keys)], ignore_index=True)
+    # Teams' rows have no uncovered money; per row used + idle share + uncovered = chargeback.
+    charged = pd.concat(
+        [charged.assign(uncovered_cost=0.0), _uncovered_rows(units, bill_keys)], ignore_index=True
+    )
     bills = pool_rows.groupby(bill_keys, sort=True).agg(
         bucket_end=("bucket_end", "first"), total_cost=("total_cost", "sum")
     )
@@ -169,6 +175,7 @@ def _uncovered_rows(units: pd.DataFrame, bill_keys: list[str]) -> pd.DataFrame:
             "used_card_hours": 0.0,
             "used_cost": 0.0,
             "idle_cost_share": 0.0,
+            "uncovered_cost": rows["total_cost"],
             "chargeback_cost": rows["total_cost"],
         }
     )

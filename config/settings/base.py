@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "simple_history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # With DEBUG on too, a page's 404 is the app's page, not Django's (frontend/middleware.py).
+    "frontend.middleware.FriendlyNotFoundMiddleware",
     # A database that went away answers 503 "try again" (config/middleware.py).
     "config.middleware.DatabaseUnavailableMiddleware",
     # Last, as django-axes requires: turns a locked-out login into the lockout page.

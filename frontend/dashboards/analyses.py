@@ -26,7 +26,13 @@ from access.pages import role_required
 from access.roles import PLANNER, has_role
 from frontend import charts
 from frontend.dashboards import analysis_selectors as sel
-from frontend.dashboards.money import money_context
+from frontend.dashboards.money import (
+    NO_MONEY_REASON,
+    factor_money_lines,
+    money_context,
+    money_rows,
+)
+from frontend.dashboards.pool_missing import pool_not_in_analysis
 from frontend.forms_analysis import AnalysisStartForm, start_from_form
 from inventory.models import Pool
 from planner import services
@@ -372,15 +378,27 @@ def chart_context(
     return context
 
 
+def _with_money_lines(steps: list[dict], rows: list[dict]) -> list[dict]:
+    """Factor steps without one money figure (a scope in several currencies, or unpriced)
+    get the money per currency, or the reason there is none, beside the dash."""
+    for step in steps:
+        if step["measure"] != "relative" or step["lost_money"] is not None:
+            continue
+        step["money_lines"] = factor_money_lines(rows, step["factor"])
+        step["money_reason"] = "" if step["money_lines"] else NO_MONEY_REASON
+    return steps
+
+
 def result_charts(request: HttpRequest, analysis: Analysis, key: str, row: dict) -> dict:
     """The charts of one analysis result at one scope (frames from the stored results)."""
     results = analysis.results
     scope_param = None if key == sel.SUMMARY else key
     waterfall = _waterfall(analysis, key, row)
     context = {
-        "waterfall_rows": waterfall.astype(object)
-        .where(waterfall.notna(), None)
-        .to_dict("records"),
+        "waterfall_rows": _with_money_lines(
+            waterfall.astype(object).where(waterfall.notna(), None).to_dict("records"),
+            money_rows(results, key),
+        ),
         "waterfall_chart": chart_context(
             WATERFALL, request, waterfall, analysis=analysis, scope=scope_param
         ),
@@ -499,7 +517,10 @@ def heterogeneous_pool(request: HttpRequest, pk: int, pool_id: int):
     try:
         row = sel.scope_row(analysis.results, f"pool-{pool_id}")
     except sel.UnknownScopeError as exc:
-        raise Http404(str(exc)) from exc
+        pool = Pool.objects.select_related("cluster").filter(pk=pool_id).first()
+        if pool is None:
+            raise Http404(str(exc)) from exc
+        return pool_not_in_analysis(request, pool, analysis)
     strategies = sel.strategy_frame(row)
     speeds = sel.card_speeds(analysis.input_snapshot, pool_id)
     context = {
@@ -530,6 +551,8 @@ def pool_latest_analysis(request: HttpRequest, pool_id: int):
     if analysis is None:
         messages.info(request, f"No finished analysis covers {pool.name} yet; start one here.")
         return redirect("frontend:analyses")
+    if not any(row.get("pool_id") == pool.pk for row in (analysis.results or {}).get("pools", [])):
+        return pool_not_in_analysis(request, pool, analysis)
     return redirect("frontend:analysis-pool", analysis.pk, pool_id)
 
 

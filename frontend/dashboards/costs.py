@@ -15,7 +15,7 @@ from frontend import drilldown
 from frontend.charts import SERIES_COLOURS, PlainFigure, register, styled
 from frontend.dashboards import dashboard_query, period_forms
 from frontend.dashboards import usage_selectors as data
-from frontend.dashboards.money import currency_panels, reporting_currency
+from frontend.dashboards.money import Panel, currency_panels, reporting_currency
 from inventory.currency import in_reporting_currency
 
 PART_COLOURS = {
@@ -24,14 +24,24 @@ PART_COLOURS = {
     "pue_overhead_cost": "#f4a261",
 }
 GROUP_LABELS = dict(period_forms.COST_GROUPS)
+# Used cost + idle cost share + no usage records = Total, row by row and in the totals.
 CHARGEBACK_COLUMNS = [
     ("team", "Team", False),
     ("used_card_hours", "Used card-hours", True),
     ("used_cost", "Used cost", True),
     ("idle_cost_share", "Idle cost share", True),
-    ("chargeback_cost", "Chargeback", True),
-    ("share_of_total_pct", "Share of total (%)", True),
+    ("uncovered_cost", "No usage records (not charged)", True),
+    ("chargeback_cost", "Total", True),
+    ("share_of_total_pct", "Share of total cost (%)", True),
 ]
+CHARGEBACK_PARTS = (
+    ("used_cost", "Used", "#1f5fa8"),
+    ("idle_cost_share", "Idle share", "#a8c5e6"),
+    ("uncovered_cost", "No usage records (not charged)", "#b8b8b8"),
+)
+# One name per definition: analyses score inference pools with serving definitions (MBU,
+# availability), so their figure is another number and carries another name.
+PFLOP_DAY_NAME = "Cost per effective PFLOP-day (training definitions)"
 
 
 def _money_title(currency: str) -> str:
@@ -72,51 +82,88 @@ def breakdown_figure(frame: pd.DataFrame) -> PlainFigure:
     )
 
 
+def _single_bucket_axes(figure: PlainFigure, panel: Panel, values: pd.Series, day: str) -> None:
+    """A panel of one bucket: the money axis from 0 (an autorange around one point spans a
+    few units and reads as noise) and one category per cluster, the date in the axis title."""
+    top = float(values.max()) if values.notna().any() else 0.0
+    layout = figure["layout"]
+    layout.setdefault(panel.y_key, {}).update({"range": [0.0, top * 1.3 if top > 0 else 1.0]})
+    layout.setdefault(panel.x_key, {}).update(
+        {"type": "category", "title": {"text": f"Cluster (period from {day})"}}
+    )
+
+
+def _pflop_day_trace(
+    rows: pd.DataFrame, cluster: str, currency: str, colour: str, single: bool, url: str
+) -> dict:
+    """One cluster's series; over one bucket a marker at the cluster's name with its value."""
+    fleet = cluster == data.ALL_CLUSTERS
+    values = rows["cost_per_effective_pflop_day"]
+    trace = {
+        "type": "scatter",
+        "x": [cluster] * len(rows) if single else rows["bucket_start"].to_numpy(),
+        "y": values.to_numpy(),
+        "name": f"{cluster} ({currency})",
+        "mode": "lines+markers",
+        "line": {"color": "#111" if fleet else colour, "dash": "dash" if fleet else "solid"},
+        "customdata": rows[["total_cost", "effective_pflop_days"]]
+        .assign(url=url)
+        .to_numpy(dtype=object),
+        "hovertemplate": (
+            f"{cluster}<br>{'' if single else '%{x|%Y-%m-%d}: '}%{{y:,.0f}} {currency} per "
+            f"effective PFLOP-day (training definitions)<br>%{{customdata[0]:,.0f}} "
+            f"{currency} ÷ %{{customdata[1]:,.2f}} PFLOP-days<extra></extra>"
+        ),
+    }
+    if single:
+        trace |= {
+            "mode": "markers+text",
+            "marker": {"size": 12, "color": "#111" if fleet else colour},
+            "text": [f"{value:,.0f} {currency}" if pd.notna(value) else "—" for value in values],
+            "textposition": "top center",
+            "cliponaxis": False,
+        }
+    return trace
+
+
 def pflop_day_figure(frame: pd.DataFrame) -> PlainFigure:
     figure = None
     index = 0
     clusters = frame["cluster"].unique()
     targets = dict(zip(clusters, drilldown.mark_urls("cluster", clusters, "costs"), strict=True))
     for figure, currency, rows_of_currency, panel in currency_panels(frame):
+        known = rows_of_currency[rows_of_currency["cost_per_effective_pflop_day"].notna()]
+        single = known["bucket_start"].nunique() <= 1
+        if single and not known.empty:  # the buckets without a figure hold no point
+            rows_of_currency = known
+        # One cluster (and the all-clusters rows) in a currency: they are the same series.
+        if rows_of_currency["cluster"].nunique() <= 2:
+            rows_of_currency = rows_of_currency[rows_of_currency["cluster"] != data.ALL_CLUSTERS]
         for cluster, rows in rows_of_currency.groupby("cluster", sort=False):
-            fleet = cluster == data.ALL_CLUSTERS
-            panel.add_trace(
-                figure,
-                {
-                    "type": "scatter",
-                    "x": rows["bucket_start"].to_numpy(),
-                    "y": rows["cost_per_effective_pflop_day"].to_numpy(),
-                    "name": f"{cluster} ({currency})",
-                    "mode": "lines+markers",
-                    "line": {
-                        "color": "#111" if fleet else SERIES_COLOURS[index % len(SERIES_COLOURS)],
-                        "dash": "dash" if fleet else "solid",
-                    },
-                    "customdata": rows[["total_cost", "effective_pflop_days"]]
-                    .assign(url=targets[cluster])
-                    .to_numpy(dtype=object),
-                    "hovertemplate": (
-                        f"{cluster}<br>%{{x|%Y-%m-%d}}: %{{y:,.0f}} {currency} per effective "
-                        f"PFLOP-day<br>%{{customdata[0]:,.0f}} {currency} ÷ "
-                        "%{customdata[1]:,.2f} PFLOP-days<extra></extra>"
-                    ),
-                },
-            )
+            colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+            trace = _pflop_day_trace(rows, cluster, currency, colour, single, targets[cluster])
+            panel.add_trace(figure, trace)
             index += 1
-        panel.title_axis(figure, "y", f"Cost per effective PFLOP-day ({currency})")
-    return styled(figure, "Cost per effective PFLOP-day", "Period start (date)")
+        panel.title_axis(figure, "y", f"Per effective PFLOP-day ({currency})")
+        if single:
+            values = rows_of_currency["cost_per_effective_pflop_day"]
+            day = str(rows_of_currency["bucket_start"].iloc[0])
+            _single_bucket_axes(figure, panel, values, day)
+        else:
+            panel.title_axis(figure, "x", "Period start (date)")
+    return styled(figure, PFLOP_DAY_NAME)
 
 
 def chargeback_figure(frame: pd.DataFrame) -> PlainFigure:
     frame = frame.sort_values("chargeback_cost", ascending=True)
     figure = None
-    panels = 0
-    for figure, currency, rows, panel in currency_panels(frame, horizontal=True):
-        panels += 1
-        for column, label, colour in (
-            ("used_cost", "Used", "#1f5fa8"),
-            ("idle_cost_share", "Idle share", "#a8c5e6"),
-        ):
+    panels = frame["currency"].nunique()
+    height_px = max(320, 110 * panels + 28 * len(frame))
+    in_legend: set[str] = set()
+    for figure, currency, rows, panel in currency_panels(frame, True, height_px):
+        for column, label, colour in CHARGEBACK_PARTS:
+            if column == "uncovered_cost" and not rows[column].any():
+                continue  # every hour has usage records: no empty legend entry
             panel.add_trace(
                 figure,
                 {
@@ -125,7 +172,7 @@ def chargeback_figure(frame: pd.DataFrame) -> PlainFigure:
                     "x": rows[column].to_numpy(),
                     "name": label,
                     "legendgroup": column,
-                    "showlegend": panel.row == 1,
+                    "showlegend": column not in in_legend,
                     "orientation": "h",
                     "marker": {"color": colour},
                     "customdata": rows[["currency"]].to_numpy(),
@@ -134,11 +181,12 @@ def chargeback_figure(frame: pd.DataFrame) -> PlainFigure:
                     ),
                 },
             )
+            in_legend.add(column)
         panel.title_axis(figure, "x", _money_title(currency))
         panel.title_axis(figure, "y", "Team")
     figure["layout"]["barmode"] = "stack"
-    figure["layout"]["height"] = max(320, 60 * panels + 28 * len(frame))
-    return styled(figure, "Chargeback per team: used cost and idle share")
+    figure["layout"]["height"] = height_px
+    return styled(figure, "Chargeback per team")
 
 
 register(
@@ -151,18 +199,22 @@ register(
 )
 register(
     "costs-pflop-day",
-    "Cost per effective PFLOP-day",
+    PFLOP_DAY_NAME,
     data.cost_per_pflop_day,
     pflop_day_figure,
-    "Total cost ÷ effective PFLOP-days (peak PFLOP-days × the five efficiency factors, with "
-    "measured utilization and effective time); the dashed line is all clusters together.",
+    "Total cost ÷ effective PFLOP-days (peak PFLOP-days × the five efficiency factors with "
+    "their training definitions: MFU, scaling, effective training time, measured "
+    "utilization); the dashed line is all clusters together. For training pools an "
+    "analysis gives the same figure; for inference pools it scores MBU and availability "
+    "instead, a different figure named “cost per effective PFLOP-day (serving definitions)”.",
 )
 register(
     "costs-chargeback",
     "Chargeback per team",
     data.chargeback,
     chargeback_figure,
-    "Each team's used cost plus its share of the idle cost, by the rule below.",
+    "Each team's used cost plus its share of the idle cost, by the rule below; the money of "
+    "hours without usage records is drawn apart, charged to no team.",
 )
 
 
@@ -192,7 +244,7 @@ def _converted(request, totals: list[dict], query: dict) -> dict | None:
     if target is None or not totals:
         return None
     last_day = query["end"] - dt.timedelta(days=1)  # "end" is the day after the period
-    keys = ("used_cost", "idle_cost_share", "chargeback_cost")
+    keys = ("used_cost", "idle_cost_share", "uncovered_cost", "chargeback_cost", "charged_cost")
     return in_reporting_currency(totals, keys, target, last_day)
 
 

@@ -50,6 +50,20 @@ def money_rows(results: dict[str, Any], key: str = SUMMARY) -> list[dict[str, An
     return rows
 
 
+def factor_money_lines(rows: list[dict[str, Any]], factor: str) -> list[dict[str, Any]]:
+    """Money one factor lost, one line per currency of ``money_rows`` (never summed across
+    currencies); a currency without prices has ``value`` None and says so in ``note``."""
+    lines = []
+    for entry in rows:
+        value = (entry.get("lost_by_factor") or {}).get(factor)
+        note = "" if value is not None else "no prices"
+        lines.append({"currency": entry["currency"], "value": value, "note": note})
+    return lines
+
+
+NO_MONEY_REASON = "no prices for these pools: the money lost is unknown, not zero"
+
+
 NO_MEASURED_USAGE = (
     "modeled: no usage measured in this scope and period; the losses rest on planned "
     "utilization and modeled or default factors"
@@ -109,12 +123,14 @@ class Panel:
 
 @functools.lru_cache(maxsize=64)
 def _panel_grid(
-    rows: int, cols: int, titles: tuple[str, ...] | None
+    rows: int, cols: int, titles: tuple[str, ...] | None, vertical_spacing: float | None = None
 ) -> tuple[dict[str, Any], tuple[Panel, ...]]:
     """make_subplots' layout (without template) and panels, made once per panel layout."""
     # make_subplots costs ~7 ms a figure (grid and template validated); a copy of its cached
     # layout draws the same figure.
-    figure = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
+    figure = make_subplots(
+        rows=rows, cols=cols, subplot_titles=titles, vertical_spacing=vertical_spacing
+    )
     layout = figure.layout.to_plotly_json()
     layout.pop("template", None)
     panels = []
@@ -126,12 +142,28 @@ def _panel_grid(
     return layout, tuple(panels)
 
 
-def currency_panels(frame: pd.DataFrame, horizontal: bool = False):
+# Between stacked panels: the upper one's tick labels and axis title, the lower one's title.
+STACKED_GAP_PX = 110
+# Plot-area height a stacked figure loses to its margins and legend (frontend.charts.LOOK).
+STACKED_CHROME_PX = 170
+
+
+def stacked_spacing(count: int, height_px: int) -> float | None:
+    """make_subplots' vertical_spacing (a share of the plot area) for a gap of
+    :data:`STACKED_GAP_PX` between ``count`` stacked panels of a ``height_px`` figure."""
+    if count <= 1:
+        return None
+    area = max(height_px - STACKED_CHROME_PX, 1)
+    return round(min(STACKED_GAP_PX / area, 0.6 / (count - 1)), 3)
+
+
+def currency_panels(frame: pd.DataFrame, horizontal: bool = False, height_px: int = 0):
     """One panel (own money axis) per currency: money in two currencies never shares an axis.
 
     Yields (figure, currency, rows of that currency, panel) of one plain figure
     (`frontend.charts.plain_figure`); ``horizontal`` stacks the panels (bars laid out
-    sideways share a team axis badly side by side).
+    sideways share a team axis badly side by side), ``height_px`` apart enough that a panel's
+    title never sits on the axis title of the one above (:func:`stacked_spacing`).
     """
     currencies = sorted(frame["currency"].dropna().unique()) or [""]
     count = len(currencies)
@@ -139,6 +171,7 @@ def currency_panels(frame: pd.DataFrame, horizontal: bool = False):
         count if horizontal else 1,
         1 if horizontal else count,
         tuple(currencies) if count > 1 else None,
+        stacked_spacing(count, height_px) if horizontal else None,
     )
     figure = plain_figure(**copy.deepcopy(layout))
     for currency, panel in zip(currencies, panels, strict=True):

@@ -31,6 +31,7 @@ from engine.factors import FACTOR_NAMES
 from engine.memory import ModelShape
 from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from frontend import charts
+from frontend.dashboards.plan_facts import batch_summary, utilization_summary
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
 from planner import plans
@@ -44,7 +45,8 @@ OPTIONS_PER_PAGE = 100
 FACTORS = FACTOR_NAMES
 FACTOR_LABELS = {**ENGINE_FACTOR_LABELS, "combined": "All five combined"}
 
-# The options table: (key, heading, sortable). Sorting is on the stored column.
+# The options table: (key, heading, sortable). Sorting is on the stored column. Why an option
+# does not fit (or is not priced) is written under its name, where the eye lands first.
 OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("rank_by_cost", "Rank by cost", True),
     ("rank_by_days", "Rank by time", True),
@@ -64,7 +66,6 @@ OPTION_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("facility_energy_mwh", "Facility energy (MWh)", True),
     ("co2_tonnes", "CO₂ (t)", True),
     ("provenance", "Factors measured", False),
-    ("reason", "Does not fit: why", True),
 )
 SORTABLE = {key for key, _, sortable in OPTION_TABLE_COLUMNS if sortable}
 DEFAULT_SORT = "rank_by_cost"
@@ -500,6 +501,8 @@ def plan_detail(request: HttpRequest, pk: int):
         "model_summary": model_summary(plan.workload or {}),
         "shape_summary": shape_summary(plan.workload or {}, plan.results),
         "split_summary": split_summary(plan.workload or {}),
+        "batch_summary": batch_summary(plan.workload or {}),
+        "utilization_summary": utilization_summary(plan.overrides),
         "preset_label": PRESET_LABELS.get(
             (plan.options_spec or {}).get("site_kind") or RELIABILITY_PRESETS[0], ""
         ),
@@ -539,6 +542,8 @@ def plan_detail(request: HttpRequest, pk: int):
             "whatif": whatif_context(plan, chosen) if chosen else None,
             "measured_history": results.get("measured_history") or [],
             "warnings": results.get("warnings") or [],
+            "exchange_rates": results.get("exchange_rates") or [],
+            "stale_reasons": plans.stale_rate_reasons(plan) if plan.stale else [],
             "scatter_chart": charts.render_chart(
                 SCATTER, charts.chart_request(request, plan=plan.pk), scatter_frame(plan)
             ),

@@ -27,6 +27,7 @@ from core.jobs.dispatch import WORKERS_UNAVAILABLE
 from core.jobs.limits import JobLimitReached
 from core.jobs.status import JobStatus
 from core.retention.files import expired_file
+from frontend import kept_uploads
 from frontend.forms_usage_import import (
     ADVANCED_FIELDS,
     UsageImportForm,
@@ -72,32 +73,48 @@ def failure_summary(error: str, issues: list[dict[str, str]]) -> str:
     return f"{count} {noun} in the file; the first: {where}{first['reason']}"
 
 
+def keep_chosen_file(request: HttpRequest, form: UsageImportForm) -> None:
+    """The page comes back: a file chosen now is kept (or the one kept before stays), so the
+    next submit does not need it chosen again."""
+    chosen = form.chosen_file()
+    if chosen is not None:
+        form.show_kept(kept_uploads.keep(request.session, chosen))
+    elif form.kept is not None:
+        form.show_kept(form.kept)
+
+
 @role_required(read_role=PLANNER)
 def usage_import(request: HttpRequest):
     status, preview, retry_after_s = 200, None, None
+    if request.method == "POST":
+        kept = kept_uploads.kept(request.session, request.POST.get("kept_upload", ""))
+        form = UsageImportForm(request.POST, request.FILES, kept=kept)
+    else:
+        form = UsageImportForm()
     if request.method == "POST" and request.POST.get("action") == "preview":
-        form = UsageImportForm(request.POST, request.FILES)
         preview = preview_import(form)
         status = 200 if preview is not None else 400
+        keep_chosen_file(request, form)
     elif request.method == "POST":
-        form = UsageImportForm(request.POST, request.FILES)
         try:
             job = start_import(form, request.user)
         except JobLimitReached as exc:  # too many of this user's imports in flight
             form.add_error(None, exc.message)
             job, retry_after_s = None, exc.retry_after_s
         if job is not None:
+            kept_uploads.forget(request.session)  # the job holds its own copy of the file
             messages.success(
                 request, f"{job.source_name} queued for import into {job.cluster.name}."
             )
             return redirect("frontend:usage-import-detail", job.pk)
         status = 400 if retry_after_s is None else 429
-    else:
-        form = UsageImportForm()
+        keep_chosen_file(request, form)
     context = {
         "form": form,
         "preview": preview,
-        "main_fields": [form[name] for name in form.fields if name not in ADVANCED_FIELDS],
+        "main_fields": [
+            form[name] for name in form.fields if name not in (*ADVANCED_FIELDS, "kept_upload")
+        ],
         "advanced_fields": [form[name] for name in ADVANCED_FIELDS],
         "required_columns": REQUIRED_TABLE_COLUMNS,
         "optional_columns": OPTIONAL_TABLE_COLUMNS,

@@ -29,7 +29,8 @@ from access.scoping import scope_frame
 from accounting import selectors
 from accounting.rollups import rollup_usage_frame
 from accounting.selectors import GROUP_COLUMNS, AccountingScope
-from engine.cost import IDLE_RULES, cost_per_effective_pflop_day
+from accounting.selectors.uncovered import UNCOVERED_TEAM
+from engine.cost import IDLE_RULES, UNALLOCATED_IDLE_TEAM, cost_per_effective_pflop_day
 from frontend.charts import download_urls, render_chart
 from frontend.dashboards.dashboard_query import (
     DashboardQuery,
@@ -303,15 +304,23 @@ def cost_per_pflop_day(view: View) -> pd.DataFrame:
     ]
 
 
+# In the shared-cache keys of frames and pages whose columns changed: a cached entry of the
+# old layout is never read (2: the chargeback's "uncovered_cost" column).
+CACHED_LAYOUT = 2
 CHARGEBACK_GRANULARITY = "month"
 CHARGEBACK_SORTS = (
     "team",
     "used_card_hours",
     "used_cost",
     "idle_cost_share",
+    "uncovered_cost",
     "chargeback_cost",
     "share_of_total_pct",
 )
+# Per row used + idle share + no usage records = the row's total (``chargeback_cost``).
+CHARGEBACK_MONEY = ["used_card_hours", "used_cost", "idle_cost_share", "uncovered_cost"]
+# Rows whose money no team pays: hours without usage records, idle cost under the rule "none".
+NOT_CHARGED_ROWS = (UNCOVERED_TEAM, UNALLOCATED_IDLE_TEAM)
 
 
 def chargeback(view: View) -> pd.DataFrame:
@@ -329,7 +338,7 @@ def chargeback(view: View) -> pd.DataFrame:
         rows, bills = selectors.chargeback_frames(scope, costs)
         if rows.empty:
             return pd.DataFrame()
-        money = ["used_card_hours", "used_cost", "idle_cost_share", "chargeback_cost"]
+        money = [*CHARGEBACK_MONEY, "chargeback_cost"]
         rows = rows.assign(**{name: _finite(rows[name]) for name in money})
         summed = rows.groupby(["team", "currency"], as_index=False, sort=True)[money].sum()
         totals = _finite(bills["total_cost"]).groupby(level="currency").sum()
@@ -338,7 +347,8 @@ def chargeback(view: View) -> pd.DataFrame:
         )
         return summed
 
-    frame = memo(view, ("chargeback", data["idle_rule"], _key(data)), compute)
+    key = ("chargeback", data["idle_rule"], _key(data), CACHED_LAYOUT)
+    frame = memo(view, key, compute)
     return scope_frame(frame, view_teams(view))
 
 
@@ -357,12 +367,21 @@ def sorted_chargeback(view: View, sort: str) -> pd.DataFrame:
 
 
 def chargeback_totals(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per currency: each column's sum (used + idle share + no usage records = total) and
+    what the teams are charged (the total less the rows no team pays)."""
     if frame.empty:
         return []
-    summed = frame.groupby("currency", as_index=False, sort=True)[
-        ["used_card_hours", "used_cost", "idle_cost_share", "chargeback_cost"]
-    ].sum()
-    return summed.to_dict("records")
+    charged = frame["chargeback_cost"].where(~frame["team"].isin(NOT_CHARGED_ROWS), 0.0)
+    summed = (
+        frame.assign(charged_cost=charged)
+        .groupby("currency", as_index=False, sort=True)[
+            [*CHARGEBACK_MONEY, "chargeback_cost", "charged_cost"]
+        ]
+        .sum()
+    )
+    total = summed["chargeback_cost"]
+    summed["charged_share_pct"] = summed["charged_cost"] / total.where(total != 0) * 100.0
+    return summed.astype(object).where(summed.notna(), None).to_dict("records")
 
 
 # -- pages -----------------------------------------------------------------------------------
@@ -416,6 +435,7 @@ def costs_page(view: View) -> dict[str, Any]:
 
     key = (
         "costs-page",
+        CACHED_LAYOUT,
         data["granularity"],
         data["group_by"],
         data["idle_rule"],

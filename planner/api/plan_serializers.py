@@ -20,7 +20,7 @@ from engine.reliability import RELIABILITY_PRESETS
 from inventory.models import CoolingType
 from planner.api.shape_serializers import TrainingModelSerializer
 from planner.models import Plan
-from planner.plans import MAX_COMPARED_PLANS, can_edit
+from planner.plans import MAX_COMPARED_PLANS, can_edit, stale_rate_reasons
 
 MAX_LIST_ITEMS = 200  # card counts or deadlines in one plan
 MAX_CHOICES = 50  # card models, sites or pools in one plan
@@ -410,9 +410,18 @@ class PlanListSerializer(serializers.ModelSerializer):
 class PlanSerializer(PlanListSerializer):
     """A plan with its last successful results."""
 
+    stale_reasons = serializers.SerializerMethodField(
+        help_text="Why a stale plan's money is out of date because of exchange rates: one "
+        "sentence per rate a recompute would replace (empty when none)."
+    )
+
     class Meta(PlanListSerializer.Meta):
-        fields = [*PLAN_LIST_FIELDS, "results"]
+        fields = [*PLAN_LIST_FIELDS, "stale_reasons", "results"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_stale_reasons(self, plan: Plan) -> list[str]:
+        return stale_rate_reasons(plan) if plan.stale else []
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ node groups, clusters' card totals), never one query per option.
 
 The package's modules: `workload` (constants, option columns, the workload), `options` (the
 option frame from the inventory), `compute` (evaluation and the training estimate), `lifecycle`
-(create, queue, run guards, staleness) and `compare` (reading and comparing plans).
+(create, queue, run guards, staleness), `rates` (the exchange rates a plan used, and its
+staleness when one changes) and `compare` (reading and comparing plans).
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ from planner.plans.options import (  # noqa: F401 (the package's API)
     CARD_PRICE_COLUMNS,
     build_options,
     without_unpriced_money,
+)
+from planner.plans.rates import (  # noqa: F401 (the package's API)
+    connect_rate_signals,
+    mark_plans_stale_for_rate,
+    rate_changes,
+    stale_rate_reasons,
 )
 from planner.plans.validation import validate_inputs  # noqa: F401 (the package's API)
 from planner.plans.workload import (  # noqa: F401 (the package's API)

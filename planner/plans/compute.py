@@ -132,7 +132,10 @@ def compute(
     """Evaluate a plan: (results, summary, input snapshot). Progress 10 → 95 percent."""
     workload = build_workload(plan.workload)
     now = timezone.now()
-    options, warnings = build_options(plan.options_spec, plan.overrides, history_end=now)
+    rates_used: list[dict[str, Any]] = []
+    options, warnings = build_options(
+        plan.options_spec, plan.overrides, history_end=now, rates_used=rates_used
+    )
     on_progress(10)
     max_cards = int((plan.overrides or {}).get("max_cards") or DEFAULT_MAX_CARDS)
     chunks = max(1, min(MAX_CHUNKS, math.ceil(len(options) / MIN_OPTIONS_PER_CHUNK)))
@@ -195,6 +198,8 @@ def compute(
         "sensitivity": json_rows(tornado),
         "levers": json_rows(levers),
         "warnings": warnings,
+        # The rates card prices were converted with: a later rate change marks the plan stale.
+        "exchange_rates": rates_used,
     }
     snapshot = {"options": json_rows(options.drop(columns=["label"]).reset_index())}
     return results, summary, snapshot

@@ -17,7 +17,7 @@ from accounting.coverage import record_spans
 from accounting.selectors import apply_measured_usage
 from engine.defaults import default_value
 from engine.reliability import RELIABILITY_PRESETS
-from inventory.currency import conversions
+from inventory.currency import REFERENCE, conversions
 from inventory.frames import cluster_cards, opex_per_card
 from inventory.models import AcceleratorModel, NodeGroup, Pool, Site
 from planner.plans.workload import (
@@ -484,27 +484,38 @@ CARD_PRICE_COLUMNS = ("rental_price_per_card_hour", "capital_cost_per_card", "ye
 
 
 def _card_prices_in_site_currency(
-    frame: pd.DataFrame, on: dt.date, warnings: list[str]
+    frame: pd.DataFrame, on: dt.date, warnings: list[str], rates_used: list[dict[str, Any]]
 ) -> pd.DataFrame:
     """A card price in another currency than the site's energy is converted with the dated
-    exchange rate; without one the option stays unpriced (two currencies are never added)."""
+    exchange rate (an entered one, else the shipped ECB reference rate); without either the
+    option stays unpriced (two currencies are never added). Each rate used goes to
+    ``rates_used`` (what a later rate change checks to mark the plan stale)."""
     price_currency = frame["price_currency"].astype(object)
     foreign = price_currency.notna() & (price_currency != frame["currency"])
     pairs = frame[foreign].groupby(["price_currency", "currency"]).groups
     targets = {target for _, target in pairs}
-    rates = {t: conversions({s for s, t2 in pairs if t2 == t}, t, on) for t in targets}
+    rates = {
+        t: conversions({s for s, t2 in pairs if t2 == t}, t, on, reference=True) for t in targets
+    }
     for (source, target), rows in pairs.items():
         conversion = rates[target][source]
         if conversion is None:
             frame.loc[rows, "unpriced_reason"] = (
                 f"not priced: card price in {source}, site energy in {target} and no "
-                f"{source}→{target} exchange rate (admin → exchange rates)"
+                f"{source}→{target} exchange rate, entered or in the shipped ECB reference "
+                "rates (admin → exchange rates)"
             )
             continue
         for column in (c for c in CARD_PRICE_COLUMNS if c in frame):
             frame.loc[rows, column] = frame.loc[rows, column].astype(float) * conversion.rate
         frame.loc[rows, "price_currency"] = target
-        warnings.append(f"Card prices in {source} at {target} sites: {conversion.note}.")
+        rates_used.append(conversion.as_record())
+        replace = (
+            f" Enter a {source}→{target} rate (admin → exchange rates) to use your own."
+            if conversion.provenance == REFERENCE
+            else ""
+        )
+        warnings.append(f"Card prices in {source} at {target} sites: {conversion.note}.{replace}")
     return frame
 
 
@@ -527,11 +538,13 @@ def build_options(
     overrides: Mapping[str, Any] | None = None,
     *,
     history_end: dt.datetime | None = None,
+    rates_used: list[dict[str, Any]] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The engine's option frame (index = option id) and warnings about missing figures.
 
     With `history_end`, existing pools use accounting's measured values over the
     `history_days` (default 90) before it; validation skips that (no accounting queries).
+    `rates_used` collects the exchange rates the card prices were converted with.
     """
     warnings: list[str] = []
     days = spec.get("history_days", DEFAULT_HISTORY_DAYS)
@@ -567,7 +580,10 @@ def build_options(
     currency = frame["currency"].astype(object)
     frame["currency"] = currency.where(currency.notna(), frame["price_currency"].astype(object))
     frame["currency"] = frame["currency"].where(frame["currency"].notna(), "USD")
-    frame = _card_prices_in_site_currency(frame, (history_end or timezone.now()).date(), warnings)
+    on = (history_end or timezone.now()).date()
+    frame = _card_prices_in_site_currency(
+        frame, on, warnings, rates_used if rates_used is not None else []
+    )
     currencies = set(frame["currency"])
     if len(currencies) > 1:
         warnings.append(

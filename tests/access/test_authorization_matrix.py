@@ -344,7 +344,7 @@ MATRIX: dict[str, Entry] = {
     # Every role shares what it reads; the fixture's link is the viewer's (admins manage all).
     "frontend:spreadsheet-links": Entry(None, (get(PAGE), post((302, 400, 400, 400, 400)))),
     "frontend:spreadsheet-link-revoke": Entry(
-        pk("token"), (get(PAGE_POST_ONLY), post((302, 302, 404, 302, 404)))
+        pk("token"), (get((302, 200, 404, 200, 404)), post((302, 302, 404, 302, 404)))
     ),
     "frontend:home": Entry(None, read_page(PAGE)),
     "frontend:fleet-run-analysis": Entry(None, (get(PAGE_POST_ONLY), post(page_write(302)))),

@@ -222,9 +222,10 @@ def test_preview_asks_for_a_card_when_the_cluster_has_two_variants(orion, client
     assert refused["valid"] is False and "no header" in refused["issues"][0]
 
 
-def test_upload_page_previews_without_storing(orion, client, planner):
+def test_upload_page_previews_without_storing(orion, client, planner, settings, tmp_path):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
+    settings.MEDIA_ROOT = str(tmp_path / "media")  # the page keeps the previewed file there
     client.force_login(planner)
     snowman = (FIXTURES / "sacct_snowman_tot.txt").read_bytes()
     response = client.post(
@@ -253,7 +254,7 @@ def test_upload_page_previews_without_storing(orion, client, planner):
         },
     )
     assert report.status_code == 200
-    assert 'data-preview="card-hours">5280.0<' in report.content.decode()  # Allocated
+    assert 'data-preview="card-hours">5,280.0<' in report.content.decode()  # Allocated
     assert ImportJob.objects.count() == 0
 
 

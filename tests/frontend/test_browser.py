@@ -62,6 +62,10 @@ def test_add_a_site_and_a_heterogeneous_pool_through_the_forms(browser_page, scr
     assert page.get_by_label("Measured PUE").get_attribute("aria-invalid") == "true"
     screenshot(page, "site-form-errors")
     page.get_by_label("Measured PUE").fill("1.15")
+    # Money is stated (or ticked unknown), never pre-filled.
+    page.get_by_label("Electricity tariff per kWh").fill("0.12")
+    page.get_by_label("Currency").fill("NOK")
+    page.get_by_label("Carbon intensity unknown").check()
     page.get_by_role("button", name="Save").click()
     page.wait_for_url(re.compile(r"/inventory/sites/\d+/$"))
     assert "Added site" in page.locator(".messages").inner_text()

@@ -66,21 +66,28 @@ def test_create_a_plan_watch_it_compute_and_play_what_if(
     points = page.locator("#chart-planner-days-vs-cost .scatterlayer .trace .points path")
     front = len(plan.results["pareto_front"])
     assert points.count() == len(feasible) + front
-    assert page.locator("#chart-planner-days-vs-cost .scatterlayer .js-line").count() == 1
+    # One Pareto front line per currency (EUR at Frankfurt, USD in the pool).
+    currencies = {r["currency"] for r in feasible}
+    assert currencies == {"EUR", "USD"}
+    lines = page.locator("#chart-planner-days-vs-cost .scatterlayer .js-line")
+    assert lines.count() == len(currencies)
     assert page.locator("table.options-table tbody tr").count() == len(plan.results["options"])
     assert "Download data:" in page.locator("#chart-planner-days-vs-cost-figure").inner_text()
     # Frankfurt prices energy in EUR, the catalog's cards cost USD, and no rate was entered:
-    # those options are not priced (never USD + EUR), so only the pool's USD options rank.
-    unpriced = [r for r in plan.results["options"] if "exchange rate" in (r["reason"] or "")]
-    assert unpriced and all(r["site"] == "Frankfurt DC1 (air)" for r in unpriced)
-    assert "no USD→EUR exchange rate" in page.locator("table.options-table").inner_text()
+    # the shipped ECB reference rate converts them, and the page says which rate of which day.
+    frankfurt = [r for r in plan.results["options"] if r["site"] == "Frankfurt DC1 (air)"]
+    assert frankfurt and all(r["currency"] == "EUR" for r in frankfurt)
+    assert not [r for r in plan.results["options"] if "exchange rate" in (r["reason"] or "")]
+    facts = page.locator("dl.plan-facts").inner_text()
+    assert "USD→EUR 0.952835 of 2024-11-25 (ECB euro reference rate" in facts
     assert_accessible_basics(page)
 
-    # The what-if starts at the chosen (cheapest) option's stored days.
+    # The what-if starts at the chosen option's stored days: the cheapest of the first
+    # currency (EUR), as two currencies have no single cheapest.
+    first = plan.summary["by_currency"][0]
+    assert first["currency"] == "EUR" and plan.summary["cheapest"] is None
     cheapest = next(
-        r
-        for r in plan.results["options"]
-        if r["option_id"] == plan.summary["cheapest"]["option_id"]
+        r for r in plan.results["options"] if r["option_id"] == first["cheapest"]["option_id"]
     )
     assert _days(page) == pytest.approx(cheapest["days"], abs=0.05)
     before = _days(page)

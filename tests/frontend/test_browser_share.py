@@ -94,7 +94,8 @@ def test_a_spreadsheet_link_made_on_its_page_is_fetched_without_login_and_revoke
         page.goto("/spreadsheet-links/")
         row = page.locator("tr", has_text="Frankfurt sites")
         assert "active" in row.inner_text()
-        page.get_by_role("button", name="Revoke Frankfurt sites").click()
+        page.get_by_role("link", name="Revoke Frankfurt sites").click()
+        page.get_by_role("button", name="Revoke the link").click()  # the confirmation page
         page.wait_for_selector(".message-success")
         assert "revoked" in page.locator("tr", has_text="Frankfurt sites").inner_text()
         assert anonymous.request.get(link).status == 410

@@ -40,8 +40,12 @@ def test_numbers_compare_with_the_previous_period(report_fleet):
     assert numbers["failures"]["clusters"][0]["node_fail_jobs"] == 31
     assert len(numbers["recommendations"]) == 3
     first = numbers["recommendations"][0]
-    assert first["text"].startswith("Utilization is the biggest loss in cluster alpha: 66% idle")
-    assert "a month" in first["text"] and "$" in first["text"]
+    assert first["text"].startswith(
+        "Utilization is the biggest loss in cluster alpha: 66% of the card-hours idle"
+    )
+    # A month's report gives the month's figure: nothing extrapolated.
+    assert "in these 31 days" in first["text"] and "a month" not in first["text"]
+    assert "$" in first["text"] and first["lost_cost_per_month"] is None
     teams = {row["team"] for row in numbers["chargeback"]["teams"]}
     assert teams == {"team-a", "team-b", "team-c"}
 

@@ -1,8 +1,12 @@
 // Small progressive enhancements; every page works without them.
 (function () {
-  // Move focus to an error summary so keyboard and screen-reader users hear what went wrong.
+  // After a refused submit, focus (and show) the error summary: keyboard and screen-reader
+  // users hear what went wrong, and its links lead to each field.
   const summary = document.querySelector(".error-summary");
-  if (summary) { summary.focus(); }
+  if (summary) {
+    if (!summary.hasAttribute("tabindex")) { summary.setAttribute("tabindex", "-1"); }
+    summary.focus();  // scrolls it into view when it is off screen
+  }
 
   // On phones the navigation folds behind a Menu button (without JavaScript it stays open).
   const header = document.querySelector(".topbar");

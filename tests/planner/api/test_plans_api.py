@@ -380,20 +380,31 @@ def test_inventory_assumptions_and_terms_reach_the_options(demo_fleet):
 def test_a_card_price_in_another_currency_than_the_site_is_converted_or_left_unpriced(
     planner, demo_fleet
 ):
-    """Frankfurt prices energy in EUR, the catalog's cards cost USD: never added as they are."""
+    """Frankfurt prices energy in EUR, the catalog's cards cost USD: never added as they are.
+    Without an entered rate the shipped ECB reference rate converts (1.0495 USD per euro of
+    2024-11-25); a site in a currency the ECB does not publish (AED) stays unpriced."""
     from inventory.models import Site
     from planner import plans
     from planner.models import Plan
 
     frankfurt = Site.objects.get(name="Frankfurt DC1 (air)")
-    spec = {"accelerators": ["H100 SXM5 80GB"], "cards": [1024], "sites": [frankfurt.pk]}
+    dubai = Site.objects.create(name="Dubai DC", pue=1.4, tariff_per_kwh=0.35, currency="AED")
+    spec = {"accelerators": ["H100 SXM5 80GB"], "cards": [1024], "sites": [dubai.pk]}
     plan = Plan(name="fx", owner=planner, workload={"model_params": 7e9, "tokens": 1e11})
     plan.options_spec = spec
     results, summary, _ = plans.compute(plan)
     (row,) = results["options"]
     assert not row["feasible"] and row["total_cost"] is None
-    assert "no USD→EUR exchange rate" in row["reason"]
+    assert "no USD→AED exchange rate" in row["reason"]
     assert summary["by_currency"] == [] and summary["cheapest"] is None
+
+    plan.options_spec = {**spec, "sites": [frankfurt.pk]}
+    results, summary, _ = plans.compute(plan)
+    (row,) = results["options"]
+    assert row["feasible"] and row["currency"] == "EUR"
+    assert any("USD→EUR 0.952835 of 2024-11-25 (ECB" in w for w in results["warnings"])
+    usd_price = _catalog_price_per_card_hour("H100 SXM5 80GB")
+    assert row["compute_cost"] == pytest.approx(row["card_hours"] * usd_price / 1.0495, rel=1e-9)
 
     usd_to_eur_rate()
     results, summary, _ = plans.compute(plan)
