@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from core.jobs.models import DurableJob
-from core.outbound import OutboundRefused, check_url
+from core.outbound import validate_base_url
 from core.secrets import decrypt_secret, encrypt_secret
 from inventory.models import Cluster
 
@@ -30,18 +29,9 @@ SLURM_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,99}$"
 
 
 def validate_slurmrestd_url(value: str) -> None:
-    """http(s)://host[:port][/prefix] that the outbound policy lets a worker reach
-    (core.outbound: checked here when saved, and again at each request)."""
-    parts = urlsplit(value)
-    if parts.query or parts.fragment:
-        raise ValidationError("The base URL takes no query or fragment.")
-    try:
-        check_url(value)
-    except OutboundRefused as exc:
-        raise ValidationError(
-            f"This URL {exc.description} Enter the slurmrestd base URL, e.g. "
-            "https://slurmrestd.example.org:6820."
-        ) from exc
+    validate_base_url(
+        value, what="the slurmrestd base URL, e.g. https://slurmrestd.example.org:6820"
+    )
 
 
 def validate_timezone(value: str) -> None:

@@ -205,6 +205,21 @@ def resolve(host: str, port: int) -> tuple[IPAddress, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def validate_base_url(value: str, *, what: str) -> None:
+    """A source's base URL, http(s)://host[:port][/prefix], that the policy lets a worker
+    reach: checked when saved, and again at each request. ``what`` names the expected URL,
+    e.g. "the Prometheus base URL, e.g. https://prometheus.example.org:9090"."""
+    from django.core.exceptions import ValidationError
+
+    parts = urlsplit(value)
+    if parts.query or parts.fragment:
+        raise ValidationError("The base URL takes no query or fragment.")
+    try:
+        check_url(value)
+    except OutboundRefused as exc:
+        raise ValidationError(f"This URL {exc.description} Enter {what}.") from exc
+
+
 def check_url(url: str, policy: OutboundPolicy | None = None) -> Target:
     """The checked target of ``url``; OutboundRefused says why it may not be requested."""
     policy = policy or OutboundPolicy.from_settings()

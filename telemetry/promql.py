@@ -6,11 +6,10 @@ Only names from :data:`FIELDS` and a validated label selector ever reach a query
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-from core.outbound import OutboundRefused, check_url
+from core.outbound import validate_base_url
 
 # dcgm-exporter metric names (its default counters file; SM_ACTIVE is off by default there).
 TENSOR = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
@@ -50,18 +49,9 @@ def validate_label_selector(value: str) -> None:
 
 
 def validate_prometheus_url(value: str) -> None:
-    """http(s)://host[:port][/prefix] that the outbound policy lets a worker reach
-    (core.outbound: checked here when saved, and again at each request)."""
-    parts = urlsplit(value)
-    if parts.query or parts.fragment:
-        raise ValidationError("The base URL takes no query or fragment.")
-    try:
-        check_url(value)
-    except OutboundRefused as exc:
-        raise ValidationError(
-            f"This URL {exc.description} Enter the Prometheus base URL, e.g. "
-            "https://prometheus.example.org:9090."
-        ) from exc
+    validate_base_url(
+        value, what="the Prometheus base URL, e.g. https://prometheus.example.org:9090"
+    )
 
 
 def series(metric: str, selector: str = "") -> str:

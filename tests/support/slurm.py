@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "platform" / "slurm" / "test-cluster"
 SLURM_DIR = Path(os.environ.get("FLEETWISE_SLURM_DIR", REPO / "var" / "slurm"))
 WORKLOAD_FILE = SLURM_DIR / "workload.json"
+# slurmrestd runs as nobody: test-cluster leaves a readable copy of the configuration here.
+RESTD_CONF = Path(tempfile.gettempdir()) / "fleetwise-slurmrestd" / "slurm.conf"
 CLUSTER_NAME = "fleetwise-test"
 # The running job holds its card this long: every test session within it reuses the workload.
 RUNNING_JOB_S = 3 * 3600

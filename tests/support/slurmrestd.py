@@ -2,8 +2,7 @@
 test-cluster), that the test may stop and start; and small jobs submitted to that cluster,
 timed by this process's clock (what the imported figures are checked against).
 
-Skipped where Slurm is absent (no slurmrestd, or ``scontrol ping`` fails), unless ``CI`` is
-set: CI must run these tests, so there they fail instead.
+Skipped where Slurm is absent, except in CI, where they fail instead (tests/support/slurm.py).
 """
 
 from __future__ import annotations
@@ -15,51 +14,22 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-import pytest
+from tests.support.slurm import (
+    RESTD_CONF,
+    job_state,
+    require_cluster,
+    sbatch,
+    slurm,
+    slurm_env,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-SLURM_DIR = Path(os.environ.get("FLEETWISE_SLURM_DIR", REPO / "var" / "slurm"))
+require_slurm = require_cluster  # starts the test cluster; skips where Slurm is absent (not in CI)
+__all__ = ["job_state", "require_slurm", "sbatch", "slurm"]
+
 SLURMRESTD = shutil.which("slurmrestd") or "/usr/sbin/slurmrestd"
 PLUGINS = "openapi/v0.0.38,openapi/dbv0.0.38"
 POLL_S = 0.25
-
-
-def slurm_env() -> dict[str, str]:
-    return {**os.environ, "SLURM_CONF": str(SLURM_DIR / "etc" / "slurm.conf")}
-
-
-def slurm(*args: str, check: bool = True, timeout_s: float = 60) -> str:
-    """A Slurm client command against the test cluster; its stdout."""
-    done = subprocess.run(
-        list(args), env=slurm_env(), capture_output=True, text=True, timeout=timeout_s
-    )
-    if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def absent_reason() -> str | None:
-    """Why the real-Slurm tests cannot run here; None when they can."""
-    if shutil.which("slurmrestd") is None and not Path(SLURMRESTD).exists():
-        return "slurmrestd is not installed (apt-get install slurmrestd)"
-    if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
-        return "the Slurm client commands are not installed (apt-get install slurm-client)"
-    try:
-        slurm("scontrol", "ping", timeout_s=20)
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        return f"the test cluster does not answer scontrol ping (test-cluster up?): {exc}"
-    return None
-
-
-def require_slurm() -> None:
-    reason = absent_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the live Slurm source tests: {reason}")
-    pytest.skip(reason)
 
 
 def free_port() -> int:
@@ -86,7 +56,7 @@ class OwnSlurmrestd:
         command = [SLURMRESTD, "-a", "rest_auth/jwt", "-s", PLUGINS, f"127.0.0.1:{self.port}"]
         if os.geteuid() == 0:  # slurmrestd refuses to run as root (or as SlurmUser)
             command = ["runuser", "-u", "nobody", "--", *command]
-        env = {**slurm_env(), "SLURM_JWT": "daemon"}
+        env = {**slurm_env(), "SLURM_CONF": str(RESTD_CONF), "SLURM_JWT": "daemon"}
         self.process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -123,18 +93,6 @@ class OwnSlurmrestd:
 
 
 # -- jobs --------------------------------------------------------------------------------------
-
-
-def sbatch(*args: str) -> str:
-    """Submit; the job id (``--parsable`` prints ``id`` or ``id;cluster``)."""
-    out = slurm("sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", *args)
-    return out.strip().split(";")[0]
-
-
-def job_state(job_id: str) -> str:
-    """squeue's state of a job, or "" once it left the queue."""
-    out = slurm("squeue", "-h", "-j", job_id, "-o", "%T", check=False)
-    return out.strip().split("\n")[0]
 
 
 def accounted_state(job_id: str) -> str:
