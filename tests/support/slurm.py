@@ -31,6 +31,7 @@ WORKLOAD_FILE = SLURM_DIR / "workload.json"
 # slurmrestd runs as nobody: test-cluster leaves a readable copy of the configuration here.
 RESTD_CONF = Path(tempfile.gettempdir()) / "fleetwise-slurmrestd" / "slurm.conf"
 CLUSTER_NAME = "fleetwise-test"
+WORKLOAD_VERSION = 4  # a recorded workload of another version is submitted again
 # The running job holds its card this long: every test session within it reuses the workload.
 RUNNING_JOB_S = 3 * 3600
 TERMINAL_TIMEOUT_S = 240
@@ -60,6 +61,15 @@ class Workload:
     running_job_id: str
     requeued_job_id: str
     jobs: list[SubmittedJob] = field(default_factory=list)
+    version: int = 0
+    # By this process's clock: the requeued job's first run (seconds), and when the running
+    # job started (epoch seconds), each a [low, high] range.
+    requeued_first_run_s: tuple[float, float] = (0.0, 0.0)
+    running_started: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def accounts(self) -> list[str]:
+        return sorted({job.account for job in self.jobs})
 
     @property
     def job_ids(self) -> list[str]:
@@ -73,6 +83,8 @@ class Workload:
     def from_json(cls, text: str) -> Workload:
         data = json.loads(text)
         data["jobs"] = [SubmittedJob(**job) for job in data["jobs"]]
+        for name in ("requeued_first_run_s", "running_started"):
+            data[name] = tuple(data.get(name, (0.0, 0.0)))
         return cls(**data)
 
 
@@ -161,12 +173,24 @@ def _recorded_workload() -> Workload | None:
     if not WORKLOAD_FILE.exists():
         return None
     workload = Workload.from_json(WORKLOAD_FILE.read_text())
-    return workload if job_state(workload.running_job_id) == "RUNNING" else None
+    if job_state(workload.running_job_id) != "RUNNING":
+        return None
+    if workload.version != WORKLOAD_VERSION:
+        slurm("scancel", workload.running_job_id, check=False)  # its card, for the new one
+        return None
+    return workload
 
 
 def job_state(job_id: str) -> str:
     """squeue's state of a job, or "" once it left the queue."""
     return slurm("squeue", "-h", "-j", job_id, "-o", "%T", check=False).strip().split("\n")[0]
+
+
+def add_accounts(*accounts: str) -> None:
+    """New accounts on the test cluster, root a user of each."""
+    names = ",".join(accounts)
+    slurm("sacctmgr", "-i", "add", "account", names, f"Cluster={CLUSTER_NAME}")
+    slurm("sacctmgr", "-i", "add", "user", "root", f"Account={names}")
 
 
 def now() -> float:
@@ -190,12 +214,23 @@ class _WorkloadRun:
     """Submits the jobs, drives the ones that need a hand (cancel, requeue, node failure)."""
 
     def __init__(self) -> None:
+        # Accounts (teams) of this workload alone: sreport's per-account rows hold only its
+        # jobs, even beside an earlier workload or other tests' jobs in the same hour.
+        tag = f"fw{int(now()):x}"[-8:]
+        self.training, self.serving = f"{tag}-research", f"{tag}-inference"
+        add_accounts(self.training, self.serving)
         self.jobs: list[SubmittedJob] = []
+        self.requeued_first_run_s = (0.0, 0.0)
+        self.running_started = (0.0, 0.0)
+        self.submitted_at = 0.0
 
     def run(self) -> Workload:
         started = now()
         self._node_failure()
+        self.submitted_at = now()
         ids = self._submit_main()
+        seen = self._wait_state(ids["running"], ["RUNNING"])
+        self.running_started = (self.submitted_at - 1, seen + 1)
         self._drive(ids)
         return Workload(
             started_at=iso(started - 1),
@@ -203,6 +238,9 @@ class _WorkloadRun:
             running_job_id=ids["running"],
             requeued_job_id=ids["requeued"],
             jobs=self.jobs,
+            version=WORKLOAD_VERSION,
+            requeued_first_run_s=self.requeued_first_run_s,
+            running_started=self.running_started,
         )
 
     def _wait_state(self, job_id: str, states: Sequence[str], timeout_s: float = 60) -> float:
@@ -220,7 +258,7 @@ class _WorkloadRun:
             "-J",
             "fw-node-fail",
             "-A",
-            "research",
+            self.training,
             "-w",
             "gpu02",
             "--no-requeue",
@@ -235,7 +273,7 @@ class _WorkloadRun:
         self.jobs.append(
             SubmittedJob(
                 job_id,
-                "research",
+                self.training,
                 {"a100": 2},
                 "node_fail",
                 gone - seen_running - 2 * POLL_S - 2,
@@ -277,7 +315,7 @@ class _WorkloadRun:
                 "-J",
                 "fw-completed",
                 "-A",
-                "research",
+                self.training,
                 "--gres=gpu:h100:2",
                 "--wrap",
                 "srun --gres=gpu:h100:2 sleep 4",
@@ -286,19 +324,25 @@ class _WorkloadRun:
                 "-J",
                 "fw-failed",
                 "-A",
-                "inference",
+                self.serving,
                 "--gres=gpu:a100:1",
                 "--wrap",
                 "sleep 2; exit 3",
             ),
             "cancelled": job(
-                "-J", "fw-cancelled", "-A", "research", "--gres=gpu:h100:1", "--wrap", "sleep 300"
+                "-J",
+                "fw-cancelled",
+                "-A",
+                self.training,
+                "--gres=gpu:h100:1",
+                "--wrap",
+                "sleep 300",
             ),
             "timeout": job(
                 "-J",
                 "fw-timeout",
                 "-A",
-                "inference",
+                self.serving,
                 "--time=1",
                 "--gres=gpu:1g.10gb:1",
                 "--wrap",
@@ -308,7 +352,7 @@ class _WorkloadRun:
                 "-J",
                 "fw-array",
                 "-A",
-                "inference",
+                self.serving,
                 "--array=0-2",
                 "--gres=gpu:a100:1",
                 "--wrap",
@@ -318,7 +362,7 @@ class _WorkloadRun:
                 "-J",
                 "fw-het",
                 "-A",
-                "research",
+                self.training,
                 "--gres=gpu:h100:1",
                 ":",
                 "--gres=gpu:a100:2",
@@ -329,7 +373,7 @@ class _WorkloadRun:
                 "-J",
                 "fw-requeued",
                 "-A",
-                "research",
+                self.training,
                 "--requeue",
                 "--gres=gpu:h100:1",
                 "--wrap",
@@ -339,7 +383,7 @@ class _WorkloadRun:
                 "-J",
                 "fw-running",
                 "-A",
-                "inference",
+                self.serving,
                 "--time=240",
                 "--gres=gpu:h100:1",
                 "--wrap",
@@ -351,7 +395,6 @@ class _WorkloadRun:
         self._cancel_after(ids["cancelled"], 4)
         self._requeue_once(ids["requeued"])
         self._wait_terminal([i for name, i in ids.items() if name != "running"])
-        self._wait_state(ids["running"], ["RUNNING"])
         self._record_plain(ids)
 
     def _cancel_after(self, job_id: str, run_s: float) -> None:
@@ -362,19 +405,21 @@ class _WorkloadRun:
         self.jobs.append(
             SubmittedJob(
                 job_id,
-                "research",
+                self.training,
                 {"h100": 1},
                 "cancelled",
                 gone - seen - 2,
-                gone - seen + POLL_S + 2,
+                gone - self.submitted_at + 2,  # it may have started before it was seen
             )
         )
 
     def _requeue_once(self, job_id: str) -> None:
         """Requeue while running; Slurm holds a requeued job 121 s, so release it at once."""
-        self._wait_state(job_id, ["RUNNING"])
+        seen = self._wait_state(job_id, ["RUNNING"])
         time.sleep(1)
         slurm("scontrol", "requeue", job_id)
+        requeued = now()  # it may have started before it was seen, as early as submitted
+        self.requeued_first_run_s = (requeued - seen - 1, requeued - self.submitted_at + 1)
         deadline = now() + 60
         while job_state(job_id) != "RUNNING" and now() < deadline:
             slurm("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=False)
@@ -391,16 +436,18 @@ class _WorkloadRun:
     def _record_plain(self, ids: dict[str, str]) -> None:
         """The jobs whose run time is their script's own (sleeps) or their time limit."""
         add = self.jobs.append
-        add(SubmittedJob(ids["completed"], "research", {"h100": 2}, "completed", 4, 7))
-        add(SubmittedJob(ids["failed"], "inference", {"a100": 1}, "failed", 2, 5))
+        add(SubmittedJob(ids["completed"], self.training, {"h100": 2}, "completed", 4, 7))
+        add(SubmittedJob(ids["failed"], self.serving, {"a100": 1}, "failed", 2, 5))
         # --time=1: killed once a minute has passed, at slurmctld's next 30 s check.
-        add(SubmittedJob(ids["timeout"], "inference", {"1g.10gb": 1}, "timeout", 60, 100))
+        add(SubmittedJob(ids["timeout"], self.serving, {"1g.10gb": 1}, "timeout", 60, 100))
         for task in range(3):
-            add(SubmittedJob(f"{ids['array']}_{task}", "inference", {"a100": 1}, "completed", 3, 6))
-        add(SubmittedJob(f"{ids['het']}+0", "research", {"h100": 1}, "completed", 3, 6))
-        add(SubmittedJob(f"{ids['het']}+1", "research", {"a100": 2}, "completed", 3, 6))
-        add(SubmittedJob(ids["requeued"], "research", {"h100": 1}, "completed", 5, 8))
-        add(SubmittedJob(ids["running"], "inference", {"h100": 1}, "running", 0, RUNNING_JOB_S))
+            add(
+                SubmittedJob(f"{ids['array']}_{task}", self.serving, {"a100": 1}, "completed", 3, 6)
+            )
+        add(SubmittedJob(f"{ids['het']}+0", self.training, {"h100": 1}, "completed", 3, 6))
+        add(SubmittedJob(f"{ids['het']}+1", self.training, {"a100": 2}, "completed", 3, 6))
+        add(SubmittedJob(ids["requeued"], self.training, {"h100": 1}, "completed", 5, 8))
+        add(SubmittedJob(ids["running"], self.serving, {"h100": 1}, "running", 0, RUNNING_JOB_S))
 
 
 # A100 MIG profiles: a 1g slice is one of the card's seven compute slices (NVIDIA's MIG user

@@ -21,7 +21,7 @@ from tests.support.slurm import Workload, card_seconds_range, sacct_export, slur
 DEFAULT = ",".join(DEFAULT_SACCT_COLUMNS)
 # Wide enough that no value is cut (a cut value ends in "+" and is refused).
 FIXED_WIDTHS = (
-    "JobID%15,JobIDRaw%10,Cluster%16,Partition%10,Account%12,User%8,Submit%20,Start%20,"
+    "JobID%15,JobIDRaw%10,Cluster%16,Partition%10,Account%24,User%8,Submit%20,Start%20,"
     "End%20,Elapsed%12,State%20,NNodes%8,AllocTRES%80,NodeList%15"
 )
 RAW_SECONDS = DEFAULT.replace("Elapsed", "ElapsedRaw,TimelimitRaw")
