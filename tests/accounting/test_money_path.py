@@ -114,7 +114,10 @@ def test_costs_page_shows_the_hand_cost(hand_fleet, client, viewer):
     html = client.get(reverse("frontend:costs"), params).content.decode()
     footer = html.split("<tfoot>")[1].split("</tfoot>")[0]
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", footer)
-    assert cells[3] == "396" and cells[-1] == "EUR"  # the chargeback total: the whole cost
+    # Total row: card-hours, used cost, idle share, no usage records, total, share, currency.
+    used, idle, uncovered, total = (float(cell.replace(",", "")) for cell in cells[1:5])
+    assert total == 396 and cells[6] == "EUR"  # the chargeback total: the whole cost
+    assert used + idle + uncovered == total
     download = client.get(reverse("frontend:chart-data", args=["costs-breakdown", "csv"]), params)
     text = download.content.decode()
     header, row = text.splitlines()[:2]
