@@ -105,8 +105,9 @@ def _report_kind(names: Sequence[str]) -> str | None:
     if "allocated" in names and "reported" in names:
         return CLUSTER_UTILIZATION
     if "account" in names and "used" in names:
-        before_login = "login" not in names or names.index("account") < names.index("login")
-        return ACCOUNT_UTILIZATION if before_login else "cluster UserUtilizationByAccount"
+        # AccountUtilizationByUser, or UserUtilizationByAccount (Login before Account): the
+        # same user × account lines, read by their names.
+        return ACCOUNT_UTILIZATION
     return "unknown"
 
 

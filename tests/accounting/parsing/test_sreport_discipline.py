@@ -114,10 +114,11 @@ def test_a_fixed_width_header_without_its_dashed_line_asks_for_parsable():
     ]
 
 
-def test_other_report_types_are_named():
-    (message,) = messages("sreport_user_by_account.txt")
-    assert "this is the sreport report cluster UserUtilizationByAccount" in message
-    assert "cluster AccountUtilizationByUser" in message
+def test_user_utilization_by_account_gives_the_same_user_by_account_card_hours():
+    """UserUtilizationByAccount prints Login before Account: the same lines, read by name."""
+    frame = read_sreport(FIXTURES / "sreport_user_by_account.txt")
+    row = frame.iloc[0]
+    assert (row["account"], row["user"], row["used_card_hours"]) == ("physics", "ada", 2500)
 
 
 def test_account_utilization_by_user_gives_team_card_hours_from_user_lines():

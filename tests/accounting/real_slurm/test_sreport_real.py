@@ -101,6 +101,16 @@ def test_account_report_gives_each_teams_own_gpu_seconds(slurm_workload, layout)
             assert low <= used.get(account, 0.0) * 3600 <= high, (tres, account, low, high)
 
 
+def test_user_report_by_account_gives_the_same_team_figures(slurm_workload):
+    """``cluster UserUtilizationByAccount``: user lines only, Login before Account."""
+    options = ("-P", "-T", "gres/gpu")
+    by_account = sreport(slurm_workload, "AccountUtilizationByUser", *options, teams=True)
+    by_user = sreport(slurm_workload, "UserUtilizationByAccount", *options, teams=True)
+    assert used_by_account(parse(by_user), "gres/gpu") == used_by_account(
+        parse(by_account), "gres/gpu"
+    )
+
+
 @pytest.mark.parametrize("unit", ["seconds", "minutes", "hours"])
 def test_every_time_unit_reads_to_the_same_card_hours(slurm_workload, unit):
     """sreport prints whole units: each figure is within half a unit of the seconds."""
