@@ -31,10 +31,13 @@ WORKLOAD_FILE = SLURM_DIR / "workload.json"
 # slurmrestd runs as nobody: test-cluster leaves a readable copy of the configuration here.
 RESTD_CONF = Path(tempfile.gettempdir()) / "fleetwise-slurmrestd" / "slurm.conf"
 CLUSTER_NAME = "fleetwise-test"
-WORKLOAD_VERSION = 4  # a recorded workload of another version is submitted again
+WORKLOAD_VERSION = 5  # a recorded workload of another version is submitted again
 # The running job holds its card this long: every test session within it reuses the workload.
 RUNNING_JOB_S = 3 * 3600
 TERMINAL_TIMEOUT_S = 240
+# A job's script sleeps a known time; starting and ending it adds up to this on a loaded
+# two-core machine (both CI suites and their workers running).
+STARTUP_S = 8
 POLL_S = 0.5
 
 
@@ -377,7 +380,9 @@ class _WorkloadRun:
                 "--requeue",
                 "--gres=gpu:h100:1",
                 "--wrap",
-                "sleep 5",
+                # The first run outlasts the requeue on a loaded machine (a 5 s first run
+                # could end first: the requeue then restarts a finished job, which FAILs).
+                'if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then sleep 5; else sleep 120; fi',
             ),
             "running": job(
                 "-J",
@@ -436,17 +441,18 @@ class _WorkloadRun:
     def _record_plain(self, ids: dict[str, str]) -> None:
         """The jobs whose run time is their script's own (sleeps) or their time limit."""
         add = self.jobs.append
-        add(SubmittedJob(ids["completed"], self.training, {"h100": 2}, "completed", 4, 7))
-        add(SubmittedJob(ids["failed"], self.serving, {"a100": 1}, "failed", 2, 5))
+        ran = STARTUP_S  # the script's sleep, plus up to this
+        training, serving = self.training, self.serving
+        add(SubmittedJob(ids["completed"], training, {"h100": 2}, "completed", 4, 4 + ran))
+        add(SubmittedJob(ids["failed"], serving, {"a100": 1}, "failed", 2, 2 + ran))
         # --time=1: killed once a minute has passed, at slurmctld's next 30 s check.
-        add(SubmittedJob(ids["timeout"], self.serving, {"1g.10gb": 1}, "timeout", 60, 100))
+        add(SubmittedJob(ids["timeout"], serving, {"1g.10gb": 1}, "timeout", 60, 90 + ran))
         for task in range(3):
-            add(
-                SubmittedJob(f"{ids['array']}_{task}", self.serving, {"a100": 1}, "completed", 3, 6)
-            )
-        add(SubmittedJob(f"{ids['het']}+0", self.training, {"h100": 1}, "completed", 3, 6))
-        add(SubmittedJob(f"{ids['het']}+1", self.training, {"a100": 2}, "completed", 3, 6))
-        add(SubmittedJob(ids["requeued"], self.training, {"h100": 1}, "completed", 5, 8))
+            label = f"{ids['array']}_{task}"
+            add(SubmittedJob(label, serving, {"a100": 1}, "completed", 3, 3 + ran))
+        add(SubmittedJob(f"{ids['het']}+0", training, {"h100": 1}, "completed", 3, 3 + ran))
+        add(SubmittedJob(f"{ids['het']}+1", training, {"a100": 2}, "completed", 3, 3 + ran))
+        add(SubmittedJob(ids["requeued"], training, {"h100": 1}, "completed", 5, 5 + ran))
         add(SubmittedJob(ids["running"], self.serving, {"h100": 1}, "running", 0, RUNNING_JOB_S))
 
 

@@ -137,13 +137,19 @@ def test_cluster_report_declares_the_nodes_cards_and_holds_the_workload(slurm_wo
         "-T", "gres/gpu,gres/gpu:h100,gres/gpu:a100,gres/gpu:1g.10gb",
     )  # fmt: skip
     rows = parse(text).set_index("tres_name")
+    # Reported: the declared cards times the seconds the cluster existed in the period (a
+    # fresh cluster counts from its registration), one span for every type.
+    spans_h = {
+        gres_type: rows.loc[f"gres/gpu:{gres_type}", "reported_card_hours"] / cards
+        for gres_type, cards in NODE_GPUS.items()
+    }
+    span_h = spans_h["h100"]
+    since_workload_s = (end - datetime.fromisoformat(slurm_workload.started_at)).total_seconds()
+    assert since_workload_s / 3600 - 0.01 <= span_h <= hours + 0.01
+    assert all(value == pytest.approx(span_h, abs=0.01) for value in spans_h.values())
     assert rows.loc["gres/gpu", "reported_card_hours"] == pytest.approx(
-        sum(NODE_GPUS.values()) * hours, abs=0.5
+        sum(NODE_GPUS.values()) * span_h, abs=0.05
     )
-    for gres_type, cards in NODE_GPUS.items():
-        assert rows.loc[f"gres/gpu:{gres_type}", "reported_card_hours"] == pytest.approx(
-            cards * hours, abs=0.5
-        )
     workload_low = sum(
         expected_seconds(slurm_workload, a, None)[0] for a in slurm_workload.accounts
     )
