@@ -31,13 +31,14 @@ WORKLOAD_FILE = SLURM_DIR / "workload.json"
 # slurmrestd runs as nobody: test-cluster leaves a readable copy of the configuration here.
 RESTD_CONF = Path(tempfile.gettempdir()) / "fleetwise-slurmrestd" / "slurm.conf"
 CLUSTER_NAME = "fleetwise-test"
-WORKLOAD_VERSION = 5  # a recorded workload of another version is submitted again
+WORKLOAD_VERSION = 6  # a recorded workload of another version is submitted again
 # The running job holds its card this long: every test session within it reuses the workload.
 RUNNING_JOB_S = 3 * 3600
 TERMINAL_TIMEOUT_S = 240
 # A job's script sleeps a known time; starting and ending it adds up to this on a loaded
 # two-core machine (both CI suites and their workers running).
 STARTUP_S = 8
+REQUEUE_SETTLE_S = 5
 POLL_S = 0.5
 
 
@@ -425,10 +426,14 @@ class _WorkloadRun:
         slurm("scontrol", "requeue", job_id)
         requeued = now()  # it may have started before it was seen, as early as submitted
         self.requeued_first_run_s = (requeued - seen - 1, requeued - self.submitted_at + 1)
+        # Released too soon, the new run reaches slurmd while it still holds the killed run
+        # ("Job already killed, do not launch batch job") and FAILs: let the kill finish.
+        self._wait_state(job_id, ["PENDING"])
+        time.sleep(REQUEUE_SETTLE_S)
         deadline = now() + 60
         while job_state(job_id) != "RUNNING" and now() < deadline:
             slurm("scontrol", "update", f"JobId={job_id}", "StartTime=now", check=False)
-            time.sleep(POLL_S)
+            time.sleep(1)
 
     def _wait_terminal(self, job_ids: Sequence[str]) -> None:
         deadline = now() + TERMINAL_TIMEOUT_S
