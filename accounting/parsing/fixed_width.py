@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from accounting.parsing.bounded import Readable
 from accounting.parsing.errors import IssueCollector
@@ -49,7 +49,9 @@ class TablePolicy:
     names are matched to them by prefix); ``is_header``: whether a line's cells (lower
     case) are this tool's header; ``widths``: the width to suggest per column;
     ``fix``: how to export the column wider, with ``{name}`` and ``{width}``;
-    ``blank_before_header``: lines above the header are not data (sacct has no banner).
+    ``blank_before_header``: lines above the header are not data (sacct has no banner);
+    ``format_names``: name -> what the tool's format option calls the column, where the
+    header prints it otherwise (sreport's ``TRES Name`` is ``TresName``).
     """
 
     read: Collection[str]
@@ -60,6 +62,7 @@ class TablePolicy:
     widths: Mapping[str, int]
     tolerated: Mapping[str, Callable[[str], bool]]
     blank_before_header: bool
+    format_names: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -152,15 +155,17 @@ class FixedWidthStream:
             return
         candidates = sorted(name for name in self.policy.read if name.startswith(lower))
         if candidates:
+            named = candidates[0] if candidates[0] in self.policy.format_names else label + "…"
             self.issues.add(
                 self.table.header_index + 1,
                 label,
                 f"the column's name is cut to {width} characters ({' or '.join(candidates)}?): "
-                + self._fix(label + "…", max(self.policy.widths.get(candidates[0], 0), 2 * width)),
+                + self._fix(named, max(self.policy.widths.get(candidates[0], 0), 2 * width)),
             )
 
     def _fix(self, label: str, width: int) -> str:
-        return self.policy.fix.format(name=label, width=width)
+        name = self.policy.format_names.get(label.lower(), label)
+        return self.policy.fix.format(name=name, width=width)
 
     def read(self, size: int = -1) -> bytes:
         while not self.out and not (self.eof and not self.pending):

@@ -16,8 +16,11 @@ unless the TRES is typed like ``gres/gpu:h100``), ``period_start`` / ``period_en
 ``reported_card_hours`` (float64), ``source_line`` (int64).
 
 Down is unplanned node downtime; PLND Down is planned downtime (maintenance reservations),
-which :mod:`engine.usage` subtracts from available hours. Minutes in the banner are
-converted to hours; percentages are rejected (they carry no card-hours).
+which :mod:`engine.usage` subtracts from available hours. Seconds and minutes (sreport's
+default unit) are converted to hours, and the ``-t hourper`` kind's "(95.00%)" is dropped;
+percentages (``-t percent``) are refused naming ``-t hours`` (they carry no card-hours). A
+MIG slice, one ``gres/gpu`` to Slurm, counts as its share of a card
+(:mod:`accounting.parsing.sreport_rows`).
 """
 
 from __future__ import annotations
@@ -50,7 +53,15 @@ from accounting.parsing.sreport_header import (
     find_sreport_header,
     open_sreport_stream,
 )
-from accounting.parsing.sreport_rows import card_hours, gpu_rows, raw_rows, typed_models
+from accounting.parsing.sreport_rows import (
+    card_fractions,
+    card_hours,
+    entity_labels,
+    gpu_rows,
+    raw_rows,
+    slices_as_cards,
+    typed_models,
+)
 
 if TYPE_CHECKING:  # pandas-stubs' name for the dtypes astype accepts
     from pandas._typing import AstypeArg
@@ -123,6 +134,7 @@ def iter_sreport_chunks(
     issues = IssueCollector(max_errors=max_errors)
     alias_table = aliases if aliases is not None else DEFAULT_GRES_ALIASES
     header: SreportHeader | None = None
+    held: pd.DataFrame | None = None  # the last entity's rows: its TRES rows may go on
     emitted = 0
     try:
         with open_source(source) as (raw_stream, total_bytes):
@@ -140,7 +152,9 @@ def iter_sreport_chunks(
                         continue
                     _apply_period(header, period_start, period_end, timezone, issues)
                     stats.time_unit, stats.report = header.time_unit, header.report
-                chunk = _read_block(block, header, skip_until, alias_table, issues, stats)
+                rows = _read_block(block, header, skip_until, alias_table, issues, stats)
+                rows, held = _hold_last_entity(_joined(held, rows), _entity_keys(header))
+                chunk = _as_cards(rows, header, alias_table)
                 deliver = not issues and len(chunk) > 0
                 emitted += len(chunk) if deliver else 0
                 if progress is not None:
@@ -150,6 +164,10 @@ def iter_sreport_chunks(
                 if deliver:
                     stats.rows += len(chunk)
                     yield chunk
+            if header is not None and held is not None and len(held) and not issues:
+                chunk = _as_cards(held, header, alias_table)
+                stats.rows += len(chunk)
+                yield chunk
             _check_found_gpu_rows(header, stats, issues)
     except TooManyIssues:
         raise issues.error(truncated=True) from None
@@ -269,6 +287,40 @@ def _read_block(
     return _utilization_rows(raw, lines, header, aliases, issues, stats)
 
 
+def _entity_keys(header: SreportHeader) -> list[str]:
+    """The columns that make one entity's rows (one per TRES), printed one after another."""
+    return ["cluster", "account", "user"] if header.report == ACCOUNT_UTILIZATION else ["cluster"]
+
+
+def _joined(held: pd.DataFrame | None, rows: pd.DataFrame) -> pd.DataFrame:
+    if held is None or held.empty:
+        return rows
+    return pd.concat([held, rows], ignore_index=True)
+
+
+def _hold_last_entity(
+    rows: pd.DataFrame, keys: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``rows`` less its last entity's, and those (the next block may hold more of them)."""
+    if rows.empty:
+        return rows, None
+    entity = entity_labels(rows, keys).to_numpy()
+    differs = np.flatnonzero(entity != entity[-1])
+    cut = int(differs[-1]) + 1 if len(differs) else 0
+    return rows.iloc[:cut].reset_index(drop=True), rows.iloc[cut:].reset_index(drop=True)
+
+
+def _as_cards(
+    rows: pd.DataFrame, header: SreportHeader, aliases: Mapping[str, str]
+) -> pd.DataFrame:
+    """MIG slices counted as their share of a card (:func:`slices_as_cards`)."""
+    if rows.empty:
+        return rows
+    figures = [name for name in rows.columns if name.endswith("_card_hours")]
+    fraction = card_fractions(rows["tres_name"], aliases)
+    return slices_as_cards(rows, figures, _entity_keys(header), fraction)
+
+
 def _utilization_rows(
     raw: pd.DataFrame,
     source_line: np.ndarray,
@@ -283,7 +335,8 @@ def _utilization_rows(
     }
     for word, column in SREPORT_COLUMNS.items():
         if word in raw:
-            out[column] = card_hours(raw[word], source_line, word.title(), header, issues)
+            label = header.labels[header.names.index(word)]
+            out[column] = card_hours(raw[word], source_line, label, header, issues)
     frame = pd.DataFrame(out)
     if not issues and len(frame):
         _warn_sum_mismatch(frame, source_line, stats)

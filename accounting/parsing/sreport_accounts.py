@@ -10,8 +10,11 @@ Typical input (the banner is optional, like for cluster utilization)::
     alpha|physics|ann|Ann A|gres/gpu|900
 
 Account lines (empty Login) are sums over the account tree below them, so only user lines
-are kept: each user's card-hours in each account, counted once. The output columns are
-:data:`ACCOUNT_DTYPES`.
+are kept: each user's card-hours in each account, counted once. ``cluster
+UserUtilizationByAccount`` (``Cluster|Login|Proper Name|Account|TRES Name|Used``, user lines
+only) is the same lines in another order, read by their names. The output columns are
+:data:`ACCOUNT_DTYPES`; a MIG slice's card-hours are its share of a card
+(:func:`accounting.parsing.sreport_rows.slices_as_cards`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from accounting.parsing.aliases import resolve_gres_types
 from accounting.parsing.errors import IssueCollector
 from accounting.parsing.fields import blank_to_na
 from accounting.parsing.schema import conform_usage_frame
@@ -31,6 +35,8 @@ from accounting.parsing.sreport_rows import card_hours, typed_models
 if TYPE_CHECKING:  # pandas-stubs' name for the dtypes astype accepts
     from pandas._typing import AstypeArg
 
+# An untyped line fully covered by its typed ones leaves float dust (MIG shares), not usage.
+REMAINDER_FLOOR_CARD_HOURS = 1e-9
 ACCOUNT_DTYPES: dict[str, AstypeArg] = {
     "cluster": "str",
     "account": "str",
@@ -85,10 +91,11 @@ def account_usage_frame(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.join(typed_sum, on=keys)
     remainder = rows["used_card_hours"] - rows["_typed"].fillna(0.0)
     used = rows["used_card_hours"].where(typed, remainder)
-    keep = (used > 0).to_numpy()
+    keep = (used > REMAINDER_FLOOR_CARD_HOURS).to_numpy()
     rows, used = rows.loc[keep].reset_index(drop=True), used[keep].reset_index(drop=True)
     period_h = (rows["period_end"] - rows["period_start"]).dt.total_seconds() / 3600.0
     gres_type = rows["tres_name"].str.extract(r"^gres/gpu:(.+)$")[0]
+    profiles = resolve_gres_types(gres_type.dropna().unique(), {})["mig_profile"]
     key = (
         "sreport:"
         + rows["account"]
@@ -110,6 +117,7 @@ def account_usage_frame(rows: pd.DataFrame) -> pd.DataFrame:
             "user": rows["user"],
             "accelerator_model": rows["accelerator_model"],
             "gres_type": gres_type,
+            "mig_profile": gres_type.map(profiles),
             "cards": used / period_h,
             "start": rows["period_start"],
             "end": rows["period_end"],

@@ -29,6 +29,16 @@ MAX_BANNER_LINES = 40
 CLUSTER_UTILIZATION = "cluster utilization"
 ACCOUNT_UTILIZATION = "cluster AccountUtilizationByUser"
 GPU_REPORT_HINT = "run sreport -P -t hours -T gres/gpu cluster utilization"
+PERCENT_FIX = "percent output carries no card-hours; use -t hours"
+# sreport 22.05 matches format=Planned to PlannedDown first (a prefix): two PLND Down columns.
+PLANNED_TWICE = (
+    "PLND Down is printed twice: sreport reads format=Planned as PlannedDown; ask for the "
+    "Planned column as Reserved (format=...,PlannedDown,Idle,Reserved,Reported)"
+)
+NO_HEADER_FIXED_WIDTH = (
+    "a fixed-width table without its header (sreport -n without -P): nothing says where its "
+    "columns are; re-run with -P (and -n, passing the columns, if you like)"
+)
 _BANNER_PERIOD_RE = re.compile(
     r"(?P<title>[\w/ ]*?)\s*(?P<start>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\s+-\s+"
     r"(?P<end>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
@@ -70,6 +80,14 @@ class _Banner:
             self.unit = unit["unit"].lower()
 
 
+# A header name -> the name sreport's format= takes for it (sreport 22.05 answers "Unknown
+# field 'tres name'" and leaves the column out; format=Planned prints PLND Down: Reserved).
+SREPORT_FORMAT_NAMES = {
+    "cluster": "Cluster", "tres name": "TresName", "allocated": "Allocated", "down": "Down",
+    "plnd down": "PlannedDown", "idle": "Idle", "planned": "Reserved", "reserved": "Reserved",
+    "reported": "Reported", "account": "Accounts", "login": "Login", "proper name": "Proper",
+    "used": "Used",
+}  # fmt: skip
 # Columns whose values are read: a value a fixed-width column cut (``gres/gpu:a1+``) is refused.
 SREPORT_READ_COLUMNS = frozenset(
     {
@@ -84,9 +102,10 @@ SREPORT_TABLE = TablePolicy(
     is_header=lambda cells: bool(cells) and cells[0] == "cluster",
     fix="re-run sreport with -P (parsable), which never cuts a value, or widen the column "
     "(format=...,{name}%{width})",
-    widths={"tres name": 30, "cluster": 24, "account": 32, "login": 24},
+    widths={"tres name": 30, "cluster": 24, "account": 32, "login": 24, "proper name": 32},
     tolerated={},
     blank_before_header=False,
+    format_names=SREPORT_FORMAT_NAMES,
 )
 
 
@@ -117,6 +136,14 @@ def _fixed_width_header(text: str) -> bool:
     return "|" not in text and bool(words) and words[0] == "cluster" and bool(columns & set(words))
 
 
+def _fixed_width_data(text: str, field_count: int) -> bool:
+    """A table line without ``|`` (not the banner): fixed-width output printed with -n."""
+    words = text.split()
+    if field_count != 1 or len(words) < 2 or set(text.strip()) <= {"-"}:
+        return False
+    return not (_BANNER_PERIOD_RE.search(text) or _BANNER_UNIT_RE.search(text))
+
+
 def find_sreport_header(
     lines: Sequence[tuple[int, str, int]],
     columns: Sequence[str] | None,
@@ -136,6 +163,9 @@ def find_sreport_header(
             raise issues.error()
         labels = [name.strip() for name in text.split("|")]
         kind = _report_kind([label.lower() for label in labels])
+        if kind is None and columns is not None and _fixed_width_data(text, field_count):
+            issues.add(line, "Cluster", NO_HEADER_FIXED_WIDTH)
+            raise issues.error()
         is_data = kind is None and columns is not None and field_count >= len(columns) > 1
         if is_data:
             labels = [name.strip() for name in columns or ()]
@@ -171,9 +201,7 @@ def _build_header(
     _check_gpu_report(names, line, banner, issues)
     unit = (time_unit or banner.unit or "").lower()
     if unit == "percentage":
-        issues.add(
-            line, names_label(labels, 2), "percent output carries no card-hours; use -t hours"
-        )
+        issues.add(line, names_label(labels, 2), PERCENT_FIX)
     elif unit not in HOURS_PER_UNIT:
         issues.add(
             line,
@@ -190,6 +218,8 @@ def _build_header(
             issues.add(line, name, "required column is missing")
     if kind == CLUSTER_UTILIZATION and "planned" not in names and "reserved" not in names:
         issues.add(line, "Planned", "required column is missing (Planned or Reserved)")
+        if names.count("plnd down") > 1:
+            issues.add(line, "PLND Down", PLANNED_TWICE)
     if issues:
         raise issues.error()
     return SreportHeader(

@@ -31,13 +31,14 @@ WORKLOAD_FILE = SLURM_DIR / "workload.json"
 # slurmrestd runs as nobody: test-cluster leaves a readable copy of the configuration here.
 RESTD_CONF = Path(tempfile.gettempdir()) / "fleetwise-slurmrestd" / "slurm.conf"
 CLUSTER_NAME = "fleetwise-test"
-WORKLOAD_VERSION = 6  # a recorded workload of another version is submitted again
+WORKLOAD_VERSION = 7  # a recorded workload of another version is submitted again
 # The running job holds its card this long: every test session within it reuses the workload.
 RUNNING_JOB_S = 3 * 3600
 TERMINAL_TIMEOUT_S = 240
 # A job's script sleeps a known time; starting and ending it adds up to this on a loaded
 # two-core machine (both CI suites and their workers running).
 STARTUP_S = 8
+NODE_DOWN_S = 3
 REQUEUE_SETTLE_S = 5
 POLL_S = 0.5
 
@@ -284,6 +285,7 @@ class _WorkloadRun:
                 gone - seen_running + 2 * POLL_S + 2,
             )
         )
+        time.sleep(NODE_DOWN_S)  # whole seconds of downtime for sreport's Down column
         self._resume("gpu02")
 
     def _wait_gone(self, job_id: str, timeout_s: float = 60) -> float:

@@ -130,5 +130,5 @@ def test_sreport_fixed_width_with_a_cut_tres_name_is_refused():
     assert [str(issue) for issue in raised.value.issues] == [
         "line 8, column TRES Name: 'gres/gpu:a100+' was cut to the column's 14 characters: "
         "re-run sreport with -P (parsable), which never cuts a value, or widen the column "
-        "(format=...,TRES Name%30)"
+        "(format=...,TresName%30)"  # sreport's format= name: "TRES Name" is an unknown field
     ]

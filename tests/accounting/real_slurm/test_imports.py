@@ -1,21 +1,20 @@
-"""A real Slurm's sacct and sreport exports through the import service into the database
-(both backends), checked against the jobs' own figures (tests/support/slurm.py)."""
+"""A real Slurm's sacct exports through the import service into the database (both
+backends), checked against the jobs' own figures (tests/support/slurm.py). sreport's are in
+test_sreport_import.py."""
 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta
 
 import pytest
 
-from accounting.models import SreportUtilization, UsageRecord
+from accounting.models import UsageRecord
 from accounting.parsing import DEFAULT_SACCT_COLUMNS
 from tests.support.builders import import_usage_text
 from tests.support.slurm import (
     card_seconds_range,
     inventory_of_the_test_cluster,
     sacct_export,
-    slurm,
 )
 
 pytestmark = pytest.mark.django_db
@@ -72,22 +71,3 @@ def test_a_later_export_moves_the_running_job_on_without_a_second_record(slurm_w
     assert records.count() == 1
     assert second.as_of >= first.as_of
     assert records.get().card_hours >= held_first
-
-
-def test_sreport_cluster_utilization_of_the_typed_cards_is_stored(slurm_workload):
-    """The H100 and A100 rows of a real sreport, checked against the inventory's cards."""
-    cluster = inventory_of_the_test_cluster()
-    start = datetime.fromisoformat(slurm_workload.started_at).replace(minute=0, second=0)
-    end = datetime.fromisoformat(slurm_workload.finished_at).replace(minute=0, second=0)
-    end += timedelta(hours=1)
-    text = slurm(
-        "sreport", "-P", "-t", "hours", "-T", "gres/gpu:h100,gres/gpu:a100", "cluster",
-        "utilization", f"start={start:%Y-%m-%dT%H:%M:%S}", f"end={end:%Y-%m-%dT%H:%M:%S}",
-    )  # fmt: skip
-    import_usage_text(cluster, text, kind="sreport")
-    rows = {row.tres_name: row for row in SreportUtilization.objects.filter(cluster=cluster)}
-    hours = (end - start).total_seconds() / 3600
-    h100_h, a100_h = (rows[f"gres/gpu:{kind}"].reported_card_hours for kind in ("h100", "a100"))
-    assert h100_h == pytest.approx(a100_h)  # 8 cards each, over the same span
-    assert 0 < h100_h <= 8 * hours + 0.5  # a fresh cluster reports from its registration
-    assert rows["gres/gpu:h100"].accelerator.name == "H100 SXM5 80GB"
