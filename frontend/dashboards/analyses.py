@@ -8,6 +8,7 @@ planner role.
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -188,17 +189,21 @@ def factors_data(request: HttpRequest) -> pd.DataFrame:
     return pd.DataFrame() if row is None else _factors(analysis, key, row)
 
 
+def _factor_tick(label: str, provenance: str) -> str:
+    """A factor's axis label with its provenance, wrapped: at 390 px the longest label on one
+    line left the bars too little room, and their values were cut at the chart's edge."""
+    return "<br>".join(textwrap.wrap(f"{label} · {provenance}", width=26))
+
+
 def factors_figure(frame: pd.DataFrame) -> go.Figure:
+    labels = frame["factor_label"].tolist()
     figure = go.Figure(
         go.Bar(
             x=frame["value_share"].tolist(),
-            y=frame["factor_label"].tolist(),
+            y=labels,
             orientation="h",
             marker_color=[charts.FACTOR_COLOURS[f] for f in frame["factor"]],
-            text=[
-                f"{_percent(value)} · {provenance}"
-                for value, provenance in zip(frame["value_share"], frame["provenance"], strict=True)
-            ],
+            text=[_percent(value) for value in frame["value_share"]],
             textposition="auto",
             customdata=[
                 [*values, target]
@@ -214,7 +219,8 @@ def factors_figure(frame: pd.DataFrame) -> go.Figure:
     )
     figure = charts.styled(figure, "The five factors", "Factor value (% of peak)", "Factor")
     figure.update_xaxes(range=[0, 1], tickformat=".0%")
-    figure.update_yaxes(autorange="reversed")
+    ticks = [_factor_tick(*pair) for pair in zip(labels, frame["provenance"], strict=True)]
+    figure.update_yaxes(autorange="reversed", tickmode="array", tickvals=labels, ticktext=ticks)
     figure.update_layout(showlegend=False, height=320)
     return figure
 
@@ -378,6 +384,15 @@ def chart_context(
     return context
 
 
+def _money_lost_positive(steps: list[dict]) -> list[dict]:
+    """The table's "Money lost" reads as a loss (positive, as the tiles and the per-currency
+    lines print it), not as the waterfall's step down (negative)."""
+    for step in steps:
+        if step["measure"] == "relative" and step["lost_money"] is not None:
+            step["lost_money"] = -step["lost_money"]
+    return steps
+
+
 def _with_money_lines(steps: list[dict], rows: list[dict]) -> list[dict]:
     """Factor steps without one money figure (a scope in several currencies, or unpriced)
     get the money per currency, or the reason there is none, beside the dash."""
@@ -396,7 +411,9 @@ def result_charts(request: HttpRequest, analysis: Analysis, key: str, row: dict)
     waterfall = _waterfall(analysis, key, row)
     context = {
         "waterfall_rows": _with_money_lines(
-            waterfall.astype(object).where(waterfall.notna(), None).to_dict("records"),
+            _money_lost_positive(
+                waterfall.astype(object).where(waterfall.notna(), None).to_dict("records")
+            ),
             money_rows(results, key),
         ),
         "waterfall_chart": chart_context(

@@ -89,7 +89,8 @@ def _single_bucket_axes(figure: PlainFigure, panel: Panel, values: pd.Series, da
     layout = figure["layout"]
     layout.setdefault(panel.y_key, {}).update({"range": [0.0, top * 1.3 if top > 0 else 1.0]})
     layout.setdefault(panel.x_key, {}).update(
-        {"type": "category", "title": {"text": f"Cluster (period from {day})"}}
+        # Short: on a phone "Cluster (period from …)" ran past the chart's left edge.
+        {"type": "category", "title": {"text": f"Cluster (from {day})"}}
     )
 
 

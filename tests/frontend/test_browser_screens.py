@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.browser import log_in
 from tests.support.demo_site import demo_pages
+from tests.support.page_checks import CLIPPED_VALUES_JS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -85,6 +86,8 @@ def test_every_page_fits_the_screen_in_both_themes(
             assert response.status == 200, (name, path, response.status)
             page.wait_for_load_state("networkidle")
             screenshot(page, f"{scheme}-{label}-{name.lower().replace(' ', '-')}")
+            for clipped in page.evaluate(CLIPPED_VALUES_JS):
+                problems.append(f"{name} at {label} px ({scheme}): clipped {clipped}")
             overflow = page.evaluate(OVERFLOW)
             if overflow > 0:
                 wide = ", ".join(page.evaluate(WIDE_ELEMENTS))

@@ -249,7 +249,7 @@ def test_a_single_point_is_a_marker_with_its_value_on_an_axis_from_zero():
     y_key = "yaxis" if trace.get("yaxis", "y") == "y" else f"yaxis{trace['yaxis'][1:]}"
     assert layout[y_key]["range"] == pytest.approx([0.0, 2_973.1 * 1.3])
     assert layout[x_key]["type"] == "category"
-    assert layout[x_key]["title"]["text"] == "Cluster (period from 2026-11-01)"
+    assert layout[x_key]["title"]["text"] == "Cluster (from 2026-11-01)"
     # Two months in USD: lines over dates, autoranged as usual.
     dollar = [trace for trace in figure["data"] if trace["name"].endswith("(USD)")]
     assert len(dollar) == 3 and all(trace["mode"] == "lines+markers" for trace in dollar)
