@@ -14,6 +14,8 @@ whether the figure lies inside the planner's 10th–90th percentile band (``days
 error, band coverage; for all runs, the calibration runs and the held-out runs);
 benchmarks/fidelity.py writes it to ``engine/data/track_record.json``, which the "How accurate
 is the planner?" page shows and tests/engine/test_track_record.py keeps in step with the model.
+The serving model's record (engine/inference/track_record.py: published serving figures
+through the serving model) is the file's "serving" part.
 Figures are rounded (``SIGNIFICANT_DIGITS``, ``ERROR_DECIMALS``) so the file does not change
 with the last bits of floating point.
 """
@@ -30,6 +32,7 @@ from typing import Any, Literal, TypedDict, cast
 import pandas as pd
 
 from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
+from engine.inference.track_record import ServingRecord, ServingStats, compute_serving_record
 from engine.memory import ModelShape
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -126,6 +129,7 @@ class TrackRecord(TypedDict):
     band: str
     rows: list[TrackRecordRow]
     summary: dict[str, TrackRecordStats]
+    serving: ServingRecord
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,6 +378,7 @@ def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Tra
         "band": BAND_MEANING,
         "rows": rows,
         "summary": summary,
+        "serving": compute_serving_record(),
     }
 
 
@@ -417,6 +422,46 @@ def format_table(record: TrackRecord) -> str:
     for group, stats in record["summary"].items():
         lines.append(f"{ROLE_LABELS[group]}: {format_stats(stats)}")
     return "\n".join(lines)
+
+
+def format_serving_table(serving: ServingRecord) -> str:
+    """The serving rows and their summary as a plain-text table."""
+    head = ("run", "cards", "engine", "published", "modeled", "error", "band", "role")
+    lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
+    for row in serving["rows"]:
+        error, unit = row["error_percent"], row["unit"]
+        modeled = "—" if row["modeled"] is None else f"{row['modeled']:,.4g} {unit}"
+        lines.append(
+            " | ".join(
+                (
+                    row["id"],
+                    f"{row['cards']} × {row['accelerator']} (TP{row['tp']}, {row['precision']})",
+                    row["engine"],
+                    f"{row['published']:,.4g} {unit}",
+                    modeled + ("" if row["modeled"] is not None else f" ({row['reason']})"),
+                    "—" if error is None else f"{error:+.1f} %",
+                    {True: "inside", False: "outside", None: "—"}[row["inside_band"]],
+                    row["role"],
+                )
+            )
+        )
+    lines.append("")
+    for group, stats in serving["summary"].items():
+        lines.append(f"{group}: {format_serving_stats(stats)}")
+    return "\n".join(lines)
+
+
+def format_serving_stats(stats: ServingStats) -> str:
+    def pct(value: float | None, sign: bool = False) -> str:
+        return "—" if value is None else (f"{value:+.1f} %" if sign else f"{value:.1f} %")
+
+    return (
+        f"{stats['modeled']} of {stats['runs']} modeled; median |error| "
+        f"{pct(stats['median_abs_error_percent'])}, worst "
+        f"{pct(stats['worst_error_percent'], True)} ({stats['worst_run'] or '—'}), inside the "
+        f"band {stats['inside_band']} of {stats['modeled']} "
+        f"({pct(stats['band_coverage_percent'])})"
+    )
 
 
 def format_stats(stats: TrackRecordStats) -> str:

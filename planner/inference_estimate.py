@@ -1,6 +1,13 @@
 """The inference estimate from checked inputs (planner.inference_inputs): cards, latency,
-energy and cost to serve a model. The card figures come from the catalog; the formulas from
-engine.inference (docs/inference.md). Used by the API, the page and stored plans.
+energy and cost to serve a model. The card figures come from the catalog, the model from the
+model catalog or the caller (planner.inference_model); the formulas from engine.inference
+(docs/inference.md). Used by the API, the page and stored plans.
+
+Money is in a currency, named on every option: an entered `price_per_card_hour` is in the
+entered `currency` (USD when none is given, and the provenance says so), a catalog price in
+its card's currency. An entered tariff is in `currency` too, or each card's price currency
+when none is given; a card priced in another currency than the tariff has no cost (money in
+two currencies is never added).
 """
 
 from __future__ import annotations
@@ -10,11 +17,11 @@ import math
 import pandas as pd
 
 from engine.inference import InferenceWorkload, evaluate_inference
-from engine.inference.memory import AttentionShape
 from engine.inference.sizing import choose
 from engine.limits import EngineInputError
 from inventory.models import AcceleratorModel
 from planner.inference_inputs import SETTING_FIELDS
+from planner.inference_model import served_model
 
 CARD_FIELDS = (
     "memory_gb",
@@ -45,7 +52,10 @@ WORKLOAD_FIELDS = (
     "price_per_card_hour",
 )
 
-API_NAMES = {"params": "model_params", "heads": "attention_heads"}  # engine -> API field
+# engine field -> API field
+API_NAMES = {"params": "model_params", "heads": "attention_heads", "hidden": "hidden_size"}
+PRICE_FIELDS = ("rental_price_per_card_hour", "list_price")
+DEFAULT_CURRENCY = "USD"  # of an entered price without a currency, as the training planner's
 
 
 def card_frame(accelerators: list[AcceleratorModel] | None) -> pd.DataFrame:
@@ -54,29 +64,50 @@ def card_frame(accelerators: list[AcceleratorModel] | None) -> pd.DataFrame:
     if not cards:
         raise EngineInputError({"accelerator": "The card catalog is empty."})
     rows = [
-        {"accelerator": card.name, **{key: getattr(card, key) for key in CARD_FIELDS}}
+        {
+            "accelerator": card.name,
+            "currency": card.currency,
+            **{key: getattr(card, key) for key in CARD_FIELDS},
+        }
         for card in cards
     ]
     return pd.DataFrame(rows).astype(dict.fromkeys(CARD_FIELDS, float))
 
 
-def shape_and_params(data: dict) -> tuple[AttentionShape | None, float, dict[str, str]]:
-    """The attention shape (entered or inferred) and N; N from 12·L·h² when only the shape is."""
-    provenance = {}
-    shape = None
-    if data.get("layers"):
-        hidden, head_dim = data["hidden"], data["head_dim"]
-        heads = data.get("attention_heads") or max(1, hidden // head_dim)
-        shape = AttentionShape(data["layers"], hidden, heads, data["kv_heads"], head_dim)
-        provenance["shape"] = "entered"
-    else:
-        provenance["shape"] = "inferred from model_params (GPT-3-like, one KV head per head)"
-    params = data.get("model_params")
-    provenance["model_params"] = "entered"
-    if params is None:
-        params = 12.0 * shape.layers * shape.hidden**2
-        provenance["model_params"] = "estimated as 12 × layers × hidden²"
-    return shape, float(params), provenance
+def option_currency(cards: pd.DataFrame, data: dict) -> pd.Series:
+    """Each card model's money currency: the entered one for an entered price, else its own."""
+    if data.get("price_per_card_hour") is not None:
+        entered = data.get("currency") or DEFAULT_CURRENCY
+        return pd.Series(entered, index=cards.index, dtype=object)
+    return cards["currency"].astype(object)
+
+
+def tariff_mismatch(cards: pd.DataFrame, data: dict) -> pd.Series:
+    """Cards whose money is in another currency than the entered tariff (never added)."""
+    if data.get("tariff_per_kwh") is None or not data.get("currency"):
+        return pd.Series(False, index=cards.index)
+    return option_currency(cards, data) != data["currency"]
+
+
+def priced_cards(cards: pd.DataFrame, data: dict) -> pd.DataFrame:
+    """The cards with their prices removed where they cannot be added to the tariff."""
+    mismatch = tariff_mismatch(cards, data)
+    priced = cards.copy()
+    priced.loc[mismatch, list(PRICE_FIELDS)] = float("nan")
+    return priced
+
+
+def with_currency(best: pd.DataFrame, cards: pd.DataFrame, data: dict) -> pd.DataFrame:
+    """The options with their currency, and why a card in another currency has no cost."""
+    by_card = dict(zip(cards["accelerator"], option_currency(cards, data), strict=True))
+    mismatched = set(cards.loc[tariff_mismatch(cards, data), "accelerator"])
+    best = best.assign(currency=best["accelerator"].map(by_card))
+    for index in best.index[best["accelerator"].isin(mismatched)]:
+        currency = best.at[index, "currency"]
+        best.at[index, "price_basis"] = (
+            f"priced in {currency}, the tariff in {data['currency']}: not added"
+        )
+    return best
 
 
 def _clean(value):
@@ -86,27 +117,30 @@ def _clean(value):
 
 
 def estimate_inference(data: dict) -> dict:
-    shape, params, provenance = shape_and_params(data)
+    model = served_model(data)
     overrides = {key: data[key] for key in SETTING_FIELDS if data.get(key) is not None}
     workload = InferenceWorkload(
-        params=params,
-        shape=shape,
+        params=model.params,
+        shape=model.attention,
         overrides=overrides,
         **{key: data[key] for key in WORKLOAD_FIELDS if data.get(key) is not None},
     )
-    best = choose(evaluate_inference(card_frame(data.get("accelerator")), workload))
+    cards = card_frame(data.get("accelerator"))
+    best = choose(evaluate_inference(priced_cards(cards, data), workload))
+    best = with_currency(best, cards, data)
     options = [
         {key: _clean(value) for key, value in row.items()} for row in best.to_dict("records")
     ]
-    shape_used = workload.attention
     return {
         **options[0],
         "options": options,
-        "model_params": params,
+        "model": model.name,
+        "model_params": model.params,
         "output_tokens": workload.output_tokens,
-        "shape": {key: getattr(shape_used, key) for key in AttentionShape.__annotations__},
+        "shape": model.shape,
+        "shape_source": model.shape_source,
         "settings": {key: workload.setting(key) for key in workload.provenance()},
-        "provenance": {**workload.provenance(), **provenance, **price_provenance(data)},
+        "provenance": {**workload.provenance(), **model.provenance, **price_provenance(data)},
     }
 
 
@@ -117,4 +151,10 @@ def price_provenance(data: dict) -> dict[str, str]:
     price = (
         "entered" if data.get("price_per_card_hour") is not None else "catalog (see price_basis)"
     )
-    return {"tariff_per_kwh": tariff, "price_per_card_hour": price}
+    if data.get("currency"):
+        currency = "entered"
+    elif data.get("price_per_card_hour") is not None:
+        currency = f"not given: the entered price is taken in {DEFAULT_CURRENCY}"
+    else:
+        currency = "each card's catalog currency"
+    return {"tariff_per_kwh": tariff, "price_per_card_hour": price, "currency": currency}

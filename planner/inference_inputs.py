@@ -2,7 +2,9 @@
 (POST /api/v1/estimates/inference/), the inference page and stored inference plans.
 
 Every number is bounded by the one limits table (engine.limits); an out-of-range or
-missing value is a 400 naming the field. docs/inference.md describes each field.
+missing value is a 400 naming the field, and so is a field the estimate does not know. The
+model is a catalog name or a shape (planner.inference_model); money is in `currency`.
+docs/inference.md describes each field.
 """
 
 from __future__ import annotations
@@ -10,13 +12,19 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
-from core.strict import StrictFieldsMixin
+from core.strict import UNKNOWN_FIELD, StrictFieldsMixin
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
+from engine.limits import EngineInputError
+from engine.memory import MLP_KINDS
+from engine.model_catalog import find_model
 from inventory.api.serializers import AcceleratorField
+from inventory.currency import validate_currency as iso_4217_code
 from inventory.models import AcceleratorModel
+from planner.inference_model import model_input_errors
 
 MAX_ACCELERATORS = 50  # card models compared in one estimate
-SHAPE_FIELDS = ("layers", "hidden", "kv_heads", "head_dim")
+MAX_MODEL_NAME = 100  # longer than any catalog name or alias
+RENAMED_FIELDS = {"hidden": "hidden_size"}  # old name -> the name the estimate takes now
 TARGET_FIELDS = ("requests_per_s", "tokens_per_s", "cards")
 SETTING_FIELDS = (
     "bandwidth_efficiency",
@@ -50,12 +58,37 @@ def _int(name: str, **kwargs) -> serializers.IntegerField:
 
 
 class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer):
-    model_params = _float("model_params", help_text="Parameters N.")
+    model = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=MAX_MODEL_NAME,
+        help_text="A name from the model catalog (e.g. Llama-3-70B): its published shape.",
+    )
+    model_params = _float("model_params", help_text="Parameters N (alone: shape inferred).")
     layers = _int("layers")
-    hidden = _int("hidden_size", help_text="Model width (d_model).")
+    hidden_size = _int("hidden_size", help_text="Model width (d_model).")
     attention_heads = _int("attention_heads", help_text="Query heads.")
-    kv_heads = _int("attention_heads", help_text="KV heads (GQA).")
+    kv_heads = _int("attention_heads", help_text="KV heads (GQA); must divide the heads.")
     head_dim = _int("head_dim")
+    ffn_hidden_size = _int("ffn_hidden_size", help_text="The MLP's width (counts N).")
+    vocab_size = _int("vocab_size", help_text="Vocabulary (counts N).")
+    mlp_kind = serializers.ChoiceField(
+        choices=list(MLP_KINDS),
+        required=False,
+        allow_null=True,
+        help_text='With a shape and no model_params: "gated" (SwiGLU; default) or "plain".',
+    )
+    tied_embeddings = serializers.BooleanField(
+        required=False, allow_null=True, help_text="With a shape: output shares the embedding."
+    )
+    currency = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=3,
+        validators=[iso_4217_code],
+        help_text="ISO 4217 code of price_per_card_hour and tariff_per_kwh.",
+    )
     weight_precision = serializers.ChoiceField(choices=list(WEIGHT_PRECISIONS), default="bf16")
     kv_precision = serializers.ChoiceField(choices=list(KV_PRECISIONS), default="bf16")
     accelerator = AcceleratorsField(required=False)
@@ -80,17 +113,29 @@ class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer
     pue = _float("pue")
     amortization_years = _float("amortization_years")
 
+    def refused_fields(self, data):
+        """As every strict body, and a field under its old name names the new one."""
+        refused = super().refused_fields(data)
+        for old, new in RENAMED_FIELDS.items():
+            if old in refused:
+                refused[old] = [f"{UNKNOWN_FIELD} Did you mean {new}? (renamed)"]
+        return refused
+
+    def validate_model(self, value: str | None) -> str | None:
+        """The catalog's own spelling of the name (stored plans keep it); blank is none."""
+        if not value:
+            return None
+        try:
+            return find_model(value).name
+        except EngineInputError as exc:
+            raise serializers.ValidationError(exc.errors["model"]) from exc
+
+    def validate_currency(self, value: str | None) -> str | None:
+        return value.upper() if value else None
+
     def validate(self, attrs):
-        shape = [attrs.get(key) for key in SHAPE_FIELDS]
-        if any(value is not None for value in shape) and not all(shape):
-            missing = [key for key, value in zip(SHAPE_FIELDS, shape, strict=True) if not value]
-            raise serializers.ValidationError(
-                {missing[0]: "Give all of " + ", ".join(SHAPE_FIELDS)}
-            )
-        if attrs.get("model_params") is None and not all(shape):
-            raise serializers.ValidationError(
-                {"model_params": "Give model_params, or layers, hidden, kv_heads and head_dim."}
-            )
+        if errors := model_input_errors(attrs):
+            raise serializers.ValidationError(errors)
         given = [key for key in TARGET_FIELDS if attrs.get(key) is not None]
         if len(given) != 1:
             raise serializers.ValidationError(

@@ -47,6 +47,7 @@ OPTION_COLUMNS: tuple[str, ...] = (
     "cost_per_million_tokens",
     "card_hour_price",
     "price_basis",
+    "currency",
 )
 
 

@@ -7,7 +7,12 @@ modules
 
     sizing      cards for a serving target, one row per (card model × TP degree); ``choose``
     memory      weights, KV cache and prefill activations per card
-    roofline    prefill and decode times, and the batch a latency bound allows
+    roofline    the step-time model: decode steps, prefill, TPOT, the batch a bound allows
+    engines     the serving engines' presets (TensorRT-LLM, vLLM, SGLang, PyTorch) and the
+                constants they share, fitted on published figures
+    precision   weight and KV formats (bf16 … int4 weight-only, FP8, NVFP4/MXFP4)
+    band        the calibrated band around tokens/s, TPOT and TTFT
+    track_record  published serving figures through the model (engine/data/track_record.json)
     queueing    p95 TTFT and TPOT from the queueing of requests
     energy      energy and money per million served tokens
     curve       the latency–throughput curve of each option

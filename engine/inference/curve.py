@@ -2,32 +2,19 @@
 
 The roofline of serving: throughput rises with the batch while decoding is memory-bound and
 flattens past the compute crossover, while the time per output token keeps growing. Uses the
-step coefficients evaluate_inference stores (roofline.py), so the curve is the same model.
+step terms evaluate_inference stores in each option row (sizing.STEP_COLUMNS), so the curve is
+the same model.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from typing import Protocol, cast
 
 import numpy as np
 import pandas as pd
 
 from engine.inference import roofline
+from engine.inference.sizing import terms_from_columns
 
 MAX_POINTS = 40  # batch values per option: a geometric grid from 1 to the maximum batch
-
-
-class CurveOption(Protocol):
-    """The columns of an evaluate_inference option row the curve reads."""
-
-    accelerator: str
-    tp: int
-    max_batch: float
-    step_fixed_s: float
-    step_memory_s: float
-    step_compute_s: float
-    prefill_ms: float
 
 
 def batch_grid(max_batch: int, points: int = MAX_POINTS) -> np.ndarray:
@@ -40,19 +27,22 @@ def batch_grid(max_batch: int, points: int = MAX_POINTS) -> np.ndarray:
 def latency_throughput_curve(options: pd.DataFrame, output_tokens: int) -> pd.DataFrame:
     """One row per (option, batch): accelerator, tp, batch, tpot_ms, tokens/s per card."""
     parts = []
-    servable = options[options["max_batch"] >= 1].itertuples(index=False)
-    for row in cast(Iterable[CurveOption], servable):
-        batch = batch_grid(int(row.max_batch))
-        step = roofline.step_seconds(batch, row.step_fixed_s, row.step_memory_s, row.step_compute_s)
-        tpot = roofline.tpot_seconds(batch, step, row.prefill_ms / 1e3, output_tokens)
+    servable = options[options["max_batch"] >= 1].reset_index(drop=True)
+    for index in range(len(servable)):
+        row = servable.iloc[[index]]
+        batch = batch_grid(int(row["max_batch"].iloc[0])).astype(np.float64)
+        terms = terms_from_columns(row)
+        prefill_s = row["prefill_ms"].to_numpy(dtype=float) / 1e3
+        tpot = roofline.tpot_seconds(terms, batch, prefill_s, output_tokens)
+        tp = int(row["tp"].iloc[0])
         parts.append(
             pd.DataFrame(
                 {
-                    "accelerator": row.accelerator,
-                    "tp": row.tp,
-                    "batch": batch,
+                    "accelerator": row["accelerator"].iloc[0],
+                    "tp": tp,
+                    "batch": batch.astype(np.int64),
                     "tpot_ms": tpot * 1e3,
-                    "tokens_per_s_per_card": batch / tpot / row.tp,
+                    "tokens_per_s_per_card": batch / tpot / tp,
                 }
             )
         )

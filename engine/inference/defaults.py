@@ -1,6 +1,8 @@
 """Every default the serving model falls back on, in one table, with its source.
 
 Outputs carry `<key>_provenance` = "entered" when the caller gave the value, else "default".
+The efficiencies and the memory share default to the serving engine's (engines.py); the values
+here are the default engine's, TensorRT-LLM.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.defaults import default_value
-from engine.memory import DEFAULT_USABLE_MEMORY_SHARE
+from engine.inference.engines import TENSORRT_LLM
 
 
 @dataclass(frozen=True)
@@ -20,26 +22,26 @@ class ServingDefault:
 
 INFERENCE_DEFAULTS: dict[str, ServingDefault] = {
     "bandwidth_efficiency": ServingDefault(
-        0.7,
+        TENSORRT_LLM.bandwidth_efficiency,
         "share of peak HBM bandwidth",
-        "Decode kernels reach 0.6-0.9 of peak HBM bandwidth: kipply, 'Transformer Inference "
-        "Arithmetic' (2022) profiled 0.9 at best on FasterTransformer; Databricks, 'LLM "
-        "Inference Performance Engineering' (2023) reports model bandwidth utilization well "
-        "below that under real batching. 0.7 sits between.",
+        "The serving engine's (engines.py; this is the default engine's, TensorRT-LLM): fitted "
+        "on the calibration rows of engine/data/published_serving_runs.json. Decode kernels "
+        "reach 0.6-0.9 of peak HBM bandwidth (kipply, 'Transformer Inference Arithmetic', 2022; "
+        "Databricks, 'LLM Inference Performance Engineering', 2023).",
     ),
     "compute_efficiency": ServingDefault(
-        0.5,
+        TENSORRT_LLM.compute_efficiency,
         "share of dense peak FLOPS",
-        "Prefill is a forward pass: large-model training reaches 0.4-0.55 MFU (Megatron-LM, "
-        "Narayanan et al. 2021; PaLM, Chowdhery et al. 2022); llm-analysis uses 0.7 for the "
-        "best FasterTransformer GEMMs. 0.5 is the middle.",
+        "The serving engine's best share of the dense peak on a large batch of tokens "
+        "(engines.py, fitted); fewer tokens per product and narrower models reach less "
+        "(roofline.gemm_efficiency).",
     ),
     "usable_memory_share": ServingDefault(
-        DEFAULT_USABLE_MEMORY_SHARE,
+        TENSORRT_LLM.usable_memory_share,
         "share of card memory",
-        "TensorRT-LLM gives the KV cache 0.90 of the memory left after weights "
-        "(kv_cache_free_gpu_mem_fraction) and vLLM's gpu_memory_utilization is 0.90; the rest "
-        "is the CUDA context, allocator and communication buffers.",
+        "The serving engine's: TensorRT-LLM gives the KV cache 0.90 of the memory left after "
+        "the weights (kv_cache_free_gpu_mem_fraction); vLLM holds 0.90 of the whole card "
+        "(gpu_memory_utilization), SGLang about 0.88 (mem_fraction_static).",
     ),
     "prefill_chunk_tokens": ServingDefault(
         8192,

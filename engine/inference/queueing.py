@@ -22,8 +22,6 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from engine.inference import roofline
-
 PERCENTILE = 0.95
 TAIL_SHARE = 1.0 - PERCENTILE
 Z_95 = 1.6448536269514722  # standard normal quantile at 0.95
@@ -71,23 +69,9 @@ def wait_p95_seconds(
         p_wait = wait_probability(c, rho)
         tail = np.log(np.maximum(p_wait, TAIL_SHARE) / TAIL_SHARE)
         wait = tail * DETERMINISTIC_SERVICE_FACTOR / spare_per_s
-    return np.where((rho < 1.0) & (c >= 1), np.maximum(wait, 0.0), np.inf)
-
-
-def largest_batch_within_tpot_p95(
-    bound_s: float,
-    high: ArrayLike,
-    step: tuple[ArrayLike, ArrayLike, ArrayLike],
-    prefill_s: ArrayLike,
-    output_tokens: float,
-) -> NDArray[np.float64]:
-    """Largest whole batch <= high with TPOT p95 <= bound (0 when even one is too slow)."""
-
-    def fits(batch: NDArray[np.float64]) -> NDArray[np.bool_]:
-        step_s = roofline.step_seconds(batch, *step)
-        return tpot_p95_seconds(batch, step_s, prefill_s, output_tokens) <= bound_s
-
-    return largest_integer(fits, np.zeros_like(_f(high)), np.floor(_f(high)))
+    # A queue at capacity (ρ = 1 up to rounding) never settles.
+    settled = rho < 1.0 - 1e-9
+    return np.where(settled & (c >= 1), np.maximum(wait, 0.0), np.inf)
 
 
 def smallest_integer(fits: Fits, low: ArrayLike, high: ArrayLike) -> NDArray[np.float64]:

@@ -1,79 +1,191 @@
-"""Prefill and decode times on the roofline, and the batch a latency bound allows.
+"""Step times of a serving replica: the roofline plus the terms real engines pay.
 
-- Prefill is compute-bound: 2 · N · input tokens / (tp · peak · compute efficiency)
-  (a forward pass costs 2 FLOP per parameter and token; Kaplan et al. 2020).
-- One decode step of a batch B reads every weight once and each sequence's KV cache:
-  memory time = (weights/tp + B · KV bytes per sequence per card) / (HBM bandwidth · efficiency);
-  compute time = 2 · N · B / (tp · peak · efficiency). The step takes the larger of the two
-  (the roofline: memory-bound at small B, compute-bound past the crossover).
-- In steady state each replica also runs the prefill of new requests between steps:
-  B / output tokens arrivals per step, so the time per output token (TPOT) is
-  step + B · prefill / output tokens, throughput is B / TPOT, and the time to first token
-  (TTFT) is one prefill plus one step.
-Both step terms are linear in B, so the largest B within a TPOT or TTFT bound is closed-form.
+One decode step of B sequences, each attending to c tokens, with P prompt tokens folded into
+the step (chunked prefill), on a replica of tp cards (docs/inference.md, section 2):
+
+    step = fixed + all-reduce bandwidth · (B + P) + ((weights + KV)^p + compute^p)^(1/p)
+
+- fixed: per-layer kernel launches and tails, a per-step cost (scheduling, sampling) and the
+  latency of the 2 all-reduces per layer under tensor parallelism;
+- weights: every weight read once per step, at the achieved bandwidth; weight-only formats
+  (int8, int4) reach a smaller share of it, the dequantisation being done in the kernel;
+- KV: each sequence's cache read once per step, at the achieved bandwidth, but never faster
+  than the attention kernel's parallelism allows: a sequence is split into (KV heads per card
+  × context chunks) work units, each pulling a bounded bandwidth, so 4 sequences of 64k tokens
+  take longer than 256 of 1k (flash-decoding engines split the context; plain SDPA does not);
+- compute: 2 FLOP per matrix parameter and token plus attention (4·layers·heads·head_dim·c per
+  decoded token, 2·layers·heads·head_dim·prompt per prompt token, causal), at the dense peak
+  of the compute format times an efficiency that falls for few tokens and narrow models:
+  best × M/(M + M½) × h/(h + h½) (a GEMM of M rows fills the card only for large M);
+- the p-norm joins memory and compute: the plain maximum (large p) is the textbook roofline;
+  a finite p, fitted, charges the crossover where neither term alone sets the pace.
+
+TPOT at steady state: chunked engines fold B · prompt/output prompt tokens into every step;
+the others pause the batch for each prefill, adding B · prefill / output tokens. TTFT: one
+prefill (fixed + all-reduce + p-norm of the weight read and the prompt's compute) plus a step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from engine.inference.queueing import largest_integer
+
 TERA = 1e12
+GIGA = 1e9
+MICRO = 1e-6
+ALLREDUCES_PER_LAYER = 2  # after attention and after the MLP (Megatron-style TP)
+ACTIVATION_BYTES = 2.0  # all-reduced activations are 16-bit
 
 
 def _f(value: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(value, dtype=np.float64)
 
 
-def prefill_seconds(
-    params: ArrayLike, tokens: ArrayLike, tp: ArrayLike, peak_tflops: ArrayLike, eff: ArrayLike
+@dataclass(frozen=True)
+class StepTerms:
+    """Per-option coefficients of the step-time model; every field broadcasts over options."""
+
+    fixed_s: NDArray[np.float64]
+    weights_s: NDArray[np.float64]
+    kv_s_per_sequence: NDArray[np.float64]
+    kv_floor_s: NDArray[np.float64]
+    decode_flop_s: NDArray[np.float64]  # at peak, per decoded token
+    prefill_flop_s: NDArray[np.float64]  # at peak, per prompt token
+    allreduce_s_per_token: NDArray[np.float64]
+    gemm_efficiency: NDArray[np.float64]  # best × width factor
+    half_tokens: float
+    sharpness: float
+    prompt_per_output: NDArray[np.float64]  # prompt tokens folded into each step per sequence
+    chunked: NDArray[np.bool_]
+
+
+def gemm_efficiency(tokens: ArrayLike, best: ArrayLike, half_tokens: float) -> NDArray[np.float64]:
+    """Share of the peak a product of `tokens` rows reaches: best · M / (M + M½)."""
+    m = np.maximum(_f(tokens), 1.0)
+    return _f(best) * m / (m + half_tokens)
+
+
+def width_factor(hidden: ArrayLike, half_hidden: float) -> NDArray[np.float64]:
+    """Narrow models reach less of the peak: h / (h + h½)."""
+    h = _f(hidden)
+    return h / (h + half_hidden)
+
+
+def join(memory_s: ArrayLike, compute_s: ArrayLike, sharpness: float) -> NDArray[np.float64]:
+    """(memory^p + compute^p)^(1/p): never below the larger, the plain max as p grows."""
+    a, b = _f(memory_s), _f(compute_s)
+    top = np.maximum(np.maximum(a, b), 1e-300)
+    return top * ((a / top) ** sharpness + (b / top) ** sharpness) ** (1.0 / sharpness)
+
+
+def attention_floor_seconds(
+    kv_bytes_per_sequence: ArrayLike,
+    kv_heads_per_card: ArrayLike,
+    context: ArrayLike,
+    split_tokens: ArrayLike,
+    unit_gbs: float,
 ) -> NDArray[np.float64]:
-    return 2.0 * _f(params) * _f(tokens) / (_f(tp) * _f(peak_tflops) * TERA * _f(eff))
+    """Shortest time one sequence's KV read can take: its bytes over its work units × the
+    bandwidth of one unit; units = KV heads per card × context chunks (1 chunk without
+    flash-decoding: split_tokens = inf)."""
+    chunks = np.maximum(np.ceil(_f(context) / _f(split_tokens)), 1.0)
+    units = np.maximum(_f(kv_heads_per_card), 1.0) * chunks
+    return _f(kv_bytes_per_sequence) / (units * unit_gbs * GIGA)
 
 
-def step_coefficients(
-    weights_per_card: ArrayLike,
-    kv_read_per_sequence: ArrayLike,
-    params: ArrayLike,
+def allreduce_terms(
+    layers: ArrayLike,
     tp: ArrayLike,
-    bandwidth_tbs: ArrayLike,
-    bandwidth_eff: ArrayLike,
-    peak_tflops: ArrayLike,
-    compute_eff: ArrayLike,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """(fixed memory s, memory s per sequence, compute s per sequence) of one decode step."""
-    bandwidth = _f(bandwidth_tbs) * TERA * _f(bandwidth_eff)
-    compute = _f(tp) * _f(peak_tflops) * TERA * _f(compute_eff)
-    return (
-        _f(weights_per_card) / bandwidth,
-        _f(kv_read_per_sequence) / bandwidth,
-        2.0 * _f(params) / compute,
-    )
+    hidden: ArrayLike,
+    link_gbs: ArrayLike,
+    latency_us: ArrayLike,
+    efficiency: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(latency s per step, s per token) of the tensor-parallel all-reduces; 0 at tp = 1.
+
+    Ring all-reduce moves 2(tp − 1)/tp of the message each way; `link_gbs` is the card's
+    NVLink figure (both directions, as datasheets print it), so one way is half of it."""
+    t, count = _f(tp), ALLREDUCES_PER_LAYER * _f(layers)
+    multi = t > 1
+    latency = np.where(multi, count * _f(latency_us) * MICRO, 0.0)
+    one_way = _f(link_gbs) * GIGA / 2.0 * efficiency
+    per_token_bytes = count * 2.0 * (t - 1.0) / t * _f(hidden) * ACTIVATION_BYTES
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_token = np.where(multi, per_token_bytes / one_way, 0.0)
+    return latency, per_token
 
 
 def step_seconds(
-    batch: ArrayLike, fixed_s: ArrayLike, memory_s: ArrayLike, compute_s: ArrayLike
+    terms: StepTerms, batch: ArrayLike, prompt_tokens: ArrayLike | None = None
 ) -> NDArray[np.float64]:
+    """One decode step of `batch` sequences with `prompt_tokens` prompt tokens folded in."""
     b = _f(batch)
-    return np.maximum(_f(fixed_s) + _f(memory_s) * b, _f(compute_s) * b)
+    p = np.zeros_like(b) if prompt_tokens is None else _f(prompt_tokens)
+    tokens = b + p
+    kv = np.where(b > 0, np.maximum(b * terms.kv_s_per_sequence, terms.kv_floor_s), 0.0)
+    efficiency = gemm_efficiency(tokens, terms.gemm_efficiency, terms.half_tokens)
+    compute = (b * terms.decode_flop_s + p * terms.prefill_flop_s) / efficiency
+    memory = terms.weights_s + kv
+    return (
+        terms.fixed_s
+        + terms.allreduce_s_per_token * tokens
+        + join(memory, compute, terms.sharpness)
+    )
+
+
+def prefill_seconds(terms: StepTerms, prompt_tokens: ArrayLike) -> NDArray[np.float64]:
+    """One forward pass over `prompt_tokens` tokens (a request's prompt, or a batch of them)."""
+    m = _f(prompt_tokens)
+    efficiency = gemm_efficiency(m, terms.gemm_efficiency, terms.half_tokens)
+    compute = m * terms.prefill_flop_s / efficiency
+    return (
+        terms.fixed_s
+        + terms.allreduce_s_per_token * m
+        + join(terms.weights_s, compute, terms.sharpness)
+    )
 
 
 def tpot_seconds(
-    batch: ArrayLike, step_s: ArrayLike, prefill_s: ArrayLike, output_tokens: ArrayLike
+    terms: StepTerms,
+    batch: ArrayLike,
+    prefill_s: ArrayLike,
+    output_tokens: ArrayLike,
+    prefills_per_request: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
-    return _f(step_s) + _f(batch) * _f(prefill_s) / _f(output_tokens)
+    """A request's time per output token at steady state, `prefills_per_request` other
+    requests starting during its decode (default: the batch turns over once, B of them)."""
+    b = _f(batch)
+    starts = b if prefills_per_request is None else _f(prefills_per_request)
+    folded = starts * terms.prompt_per_output
+    chunked = step_seconds(terms, b, np.where(terms.chunked, folded, 0.0))
+    paused = step_seconds(terms, b) + starts * _f(prefill_s) / _f(output_tokens)
+    return np.where(terms.chunked, chunked, paused)
 
 
-def batch_within(
+def largest_batch_within(
     bound_s: ArrayLike,
-    fixed_s: ArrayLike,
-    memory_s: ArrayLike,
-    compute_s: ArrayLike,
-    extra_per_sequence_s: ArrayLike,
+    high: ArrayLike,
+    terms: StepTerms,
+    prefill_s: ArrayLike,
+    output_tokens: float,
+    first_step_only: bool = False,
 ) -> NDArray[np.float64]:
-    """Largest real B with max(fixed + memory·B, compute·B) + extra·B <= bound (inf: no bound)."""
+    """Largest whole batch <= high whose TPOT (or, with first_step_only, one bare decode
+    step) stays within bound_s; 0 when even one does not. TPOT grows with the batch."""
     bound = _f(bound_s)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        by_memory = (bound - _f(fixed_s)) / (_f(memory_s) + _f(extra_per_sequence_s))
-        by_compute = bound / (_f(compute_s) + _f(extra_per_sequence_s))
-    return np.where(np.isfinite(bound), np.minimum(by_memory, by_compute), np.inf)
+
+    def fits(batch: NDArray[np.float64]) -> NDArray[np.bool_]:
+        if first_step_only:
+            taken = step_seconds(terms, batch)
+        else:
+            taken = tpot_seconds(terms, batch, prefill_s, output_tokens)
+        ok: NDArray[np.bool_] = taken <= bound
+        return ok
+
+    top = np.floor(np.nan_to_num(_f(high), nan=0.0, posinf=1e9))
+    found = largest_integer(fits, np.zeros_like(top), top)
+    return np.where(np.isfinite(bound), found, top)

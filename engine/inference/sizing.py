@@ -4,7 +4,8 @@ For each option: weights and KV cache per card, the largest batch that fits and 
 TTFT/TPOT bounds, the throughput of one replica at that batch, then replicas (and cards) for
 the target, or the throughput the given cards deliver; energy and cost per million tokens.
 `choose` keeps the best degree per card model and marks the cheapest and the Pareto front
-(cost per million tokens vs time per output token). Formulas: memory.py, roofline.py, energy.py.
+(cost per million tokens vs time per output token). Formulas: memory.py, roofline.py, energy.py;
+the serving engine's efficiencies: engines.py; the band around TTFT, TPOT and tokens/s: band.py.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from engine.capacity import pareto_front
-from engine.inference import energy, queueing, roofline
+from engine.inference import band, energy, engines, queueing, roofline
 from engine.inference import memory as mem
 from engine.inference.defaults import INFERENCE_DEFAULTS, serving_default
+from engine.inference.engines import DEFAULT_ENGINE, ENGINES, EnginePreset
 from engine.inference.memory import AttentionShape
+from engine.inference.precision import FP4_COLUMN, KV_BYTES, WEIGHT_FORMATS
 from engine.limits import EngineInputError, check_grid, limit, range_error
 
 # Workload attribute -> its limit in engine.limits.LIMITS.
@@ -47,6 +50,8 @@ SHAPE_LIMITS = {
     "kv_heads": "attention_heads",
     "head_dim": "head_dim",
 }
+# Settings whose default is the serving engine's (engines.py), not the defaults table's.
+ENGINE_SETTINGS = ("bandwidth_efficiency", "compute_efficiency", "usable_memory_share")
 OVERRIDE_LIMITS = {
     "bandwidth_efficiency": "share",
     "compute_efficiency": "share",
@@ -82,6 +87,7 @@ class InferenceWorkload:
     tariff_per_kwh: float | None = None
     price_per_card_hour: float | None = None
     overrides: dict[str, float] = field(default_factory=dict)
+    engine: str = DEFAULT_ENGINE
 
     def __post_init__(self) -> None:
         if errors := workload_errors(self):
@@ -104,8 +110,17 @@ class InferenceWorkload:
             return float(self.requests_per_s) * self.output_tokens
         return None
 
+    @property
+    def preset(self) -> EnginePreset:
+        return ENGINES[self.engine]
+
     def setting(self, key: str) -> float:
-        return float(self.overrides.get(key, serving_default(key)))
+        """An entered value, else the engine's (efficiencies, memory share), else the table's."""
+        if key in self.overrides:
+            return float(self.overrides[key])
+        if key in ENGINE_SETTINGS:
+            return float(getattr(self.preset, key))
+        return serving_default(key)
 
     def provenance(self) -> dict[str, str]:
         """Where each default-able input came from: entered, or the documented default."""
@@ -129,10 +144,12 @@ def workload_errors(w: InferenceWorkload) -> dict[str, str]:
         for key, name in SHAPE_LIMITS.items():
             if msg := range_error(name, getattr(w.shape, key)):
                 errors[key] = msg
-    if w.weight_precision not in mem.WEIGHT_PRECISIONS:
-        errors["weight_precision"] = f"One of {', '.join(mem.WEIGHT_PRECISIONS)}."
-    if w.kv_precision not in mem.KV_PRECISIONS:
-        errors["kv_precision"] = f"One of {', '.join(mem.KV_PRECISIONS)}."
+    if w.weight_precision not in WEIGHT_FORMATS:
+        errors["weight_precision"] = f"One of {', '.join(WEIGHT_FORMATS)}."
+    if w.kv_precision not in KV_BYTES:
+        errors["kv_precision"] = f"One of {', '.join(KV_BYTES)}."
+    if w.engine not in ENGINES:
+        errors["engine"] = f"One of {', '.join(ENGINES)}."
     targets = [w.requests_per_s, w.tokens_per_s, w.cards]
     if sum(value is not None for value in targets) != 1:
         errors["requests_per_s"] = "Give exactly one of requests_per_s, tokens_per_s or cards."
@@ -152,12 +169,17 @@ CARD_COLUMNS = ("accelerator", "memory_gb", "memory_bandwidth_tbs", "dense_bf16_
 OPTIONAL_CARD_COLUMNS = (
     "dense_fp8_tflops",
     "dense_int8_tops",
+    FP4_COLUMN,
+    "intra_node_interconnect_gbs",
     "rental_price_per_card_hour",
     "list_price",
+    "currency",
 )
-# Option rows one evaluation may hold (~40 columns of 8 bytes: 200,000 rows ≈ 64 MB).
+# Option rows one evaluation may hold (~60 columns of 8 bytes: 200,000 rows ≈ 96 MB).
 MAX_OPTION_ROWS = 200_000
-_PEAK_COLUMN = {"fp8": "dense_fp8_tflops", "int8": "dense_int8_tops"}
+# NVLink of an A100 (600 GB/s both ways) where the card data has no interconnect figure:
+# the slowest NVLink generation a tensor-parallel replica is built on, so never optimistic.
+DEFAULT_LINK_GBS = 600.0
 
 
 def tp_candidates(w: InferenceWorkload) -> np.ndarray:
@@ -185,31 +207,50 @@ def expand_options(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     return frame
 
 
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame.columns:
+        return np.full(len(frame), np.nan)
+    values: np.ndarray = frame[name].astype(float).to_numpy()
+    return values
+
+
 def compute_peak(frame: pd.DataFrame, precision: str) -> tuple[np.ndarray, np.ndarray]:
-    """Peak used by the matrix products: the weights' precision when the card has it, else
-    16-bit (weight-only quantization dequantizes to bf16/fp16 before multiplying)."""
+    """Peak used by the matrix products: the weights' format where the card has its tensor
+    cores, else 16-bit (weight-only formats dequantise to bf16 before multiplying)."""
+    fmt = WEIGHT_FORMATS[precision]
     bf16 = frame["dense_bf16_tflops"].astype(float).to_numpy()
-    column = _PEAK_COLUMN.get(precision)
-    if column is None or column not in frame.columns:
+    if fmt.path == "weight_only" or not fmt.peak_column:
         return bf16, np.full(len(frame), "bf16", dtype=object)
-    low = frame[column].astype(float).to_numpy()
+    low = _column(frame, fmt.peak_column)
     has = np.isfinite(low)
     return np.where(has, low, bf16), np.where(has, precision, "bf16").astype(object)
+
+
+def weight_only(frame: pd.DataFrame, precision: str) -> np.ndarray:
+    """Whether the weights are dequantised in the kernel on each option's card."""
+    fmt = WEIGHT_FORMATS[precision]
+    if fmt.path == "weight_only":
+        return np.ones(len(frame), dtype=bool)
+    if not fmt.peak_column or fmt.needs_fp4_cores:
+        return np.zeros(len(frame), dtype=bool)
+    lacks: np.ndarray = ~np.isfinite(_column(frame, fmt.peak_column))
+    return lacks
 
 
 def memory_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     """Weights, KV bytes and the maximum batch per option (memory.py)."""
     shape, tp = w.attention, frame["tp"].to_numpy()
-    kv_bytes = mem.PRECISION_BYTES[w.kv_precision]
+    kv_bytes = KV_BYTES[w.kv_precision]
+    frame["engine"] = w.engine
     frame["kv_bytes_per_token"] = float(
         mem.kv_bytes_per_token(shape.layers, shape.kv_heads, shape.head_dim, kv_bytes)
     )
     frame["kv_bytes_per_token_per_card"] = mem.kv_bytes_per_token_per_card(
         shape.layers, shape.kv_heads, shape.head_dim, kv_bytes, tp
     )
+    weight_bytes = WEIGHT_FORMATS[w.weight_precision].bytes_per_value
     frame["weight_gb_per_card"] = (
-        mem.weight_bytes_per_card(w.params, mem.PRECISION_BYTES[w.weight_precision], tp)
-        / mem.BYTES_PER_GB
+        mem.weight_bytes_per_card(w.params, weight_bytes, tp) / mem.BYTES_PER_GB
     )
     activations = mem.prefill_activation_bytes(w.setting("prefill_chunk_tokens"), shape.hidden, tp)
     frame["max_batch"] = mem.max_batch(
@@ -219,51 +260,168 @@ def memory_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
         activations,
         frame["kv_bytes_per_token_per_card"].to_numpy(),
         w.context,
+        reserve_bytes=engines.SHARED.runtime_reserve_gib * mem.CARD_BYTES_PER_GB,
+        share_of_free=w.preset.kv_memory == "share_of_free",
     )
     return frame
 
 
+def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
+    """The step-time model's coefficients of every option (roofline.py, engines.py)."""
+    shape, preset, tp = w.attention, w.preset, frame["tp"].to_numpy().astype(float)
+    peak, precision = compute_peak(frame, w.weight_precision)
+    frame["compute_precision"] = precision
+    # FP8/FP4 products keep only part of their 2x/4x peak.
+    narrow_share = engines.SHARED.narrow_format_compute
+    narrow = np.select(
+        [precision == "fp8", np.isin(precision, ("nvfp4", "mxfp4"))],
+        [narrow_share["fp8"], narrow_share["fp4"]],
+        1.0,
+    )
+    dequant = engines.SHARED.dequant_bandwidth.get(WEIGHT_FORMATS[w.weight_precision].dequant, 1.0)
+    stream = np.where(weight_only(frame, w.weight_precision), dequant, 1.0)
+    bandwidth = (
+        frame["memory_bandwidth_tbs"].astype(float).to_numpy()
+        * roofline.TERA
+        * w.setting("bandwidth_efficiency")
+    )
+    streamed = shape.streamed_params(w.params)
+    weights = streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value / tp
+    # A sequence's KV read per step averages its length over the decode: input + output / 2.
+    context = w.input_tokens + w.output_tokens / 2.0
+    kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * context
+    split = engines.SHARED.split_tokens if preset.flash_decoding else np.inf
+    kv_heads_per_card = np.maximum(shape.kv_heads / tp, 1.0)
+    flops = tp * peak * roofline.TERA
+    attention = float(shape.layers * shape.heads * shape.head_dim)
+    link = _column(frame, "intra_node_interconnect_gbs")
+    link = np.where(np.isfinite(link) & (link > 0), link, DEFAULT_LINK_GBS)
+    ar_latency, ar_per_token = roofline.allreduce_terms(
+        shape.layers, tp, shape.hidden, link, preset.allreduce_latency_us,
+        engines.SHARED.allreduce_efficiency,
+    )  # fmt: skip
+    overhead = (shape.layers * preset.layer_overhead_us + preset.step_overhead_us) * roofline.MICRO
+    n = len(frame)
+    return roofline.StepTerms(
+        fixed_s=overhead + ar_latency,
+        weights_s=weights / (bandwidth * stream),
+        kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency),
+        kv_floor_s=roofline.attention_floor_seconds(
+            kv_read, kv_heads_per_card, context, split, engines.SHARED.attention_unit_gbs
+        ),
+        decode_flop_s=(2.0 * streamed + 4.0 * attention * context) / flops,
+        prefill_flop_s=(2.0 * streamed + 2.0 * attention * w.input_tokens) / flops,
+        allreduce_s_per_token=ar_per_token,
+        gemm_efficiency=w.setting("compute_efficiency")
+        * float(roofline.width_factor(shape.hidden, engines.SHARED.gemm_half_hidden))
+        * narrow,
+        half_tokens=engines.SHARED.gemm_half_tokens,
+        sharpness=engines.SHARED.roofline_sharpness,
+        prompt_per_output=np.full(n, w.input_tokens / w.output_tokens),
+        chunked=np.full(n, preset.chunked_prefill),
+    )
+
+
+# StepTerms field -> the option column that stores it (the curve rebuilds the terms from them).
+STEP_COLUMNS = {
+    "fixed_s": "step_fixed_s",
+    "weights_s": "step_memory_s",
+    "kv_s_per_sequence": "step_kv_s_per_sequence",
+    "kv_floor_s": "step_kv_floor_s",
+    "decode_flop_s": "step_decode_flop_s",
+    "prefill_flop_s": "step_prefill_flop_s",
+    "allreduce_s_per_token": "step_allreduce_s_per_token",
+    "gemm_efficiency": "step_gemm_efficiency",
+    "prompt_per_output": "step_prompt_per_output",
+    "chunked": "step_chunked",
+}
+
+
+def store_terms(frame: pd.DataFrame, terms: roofline.StepTerms) -> None:
+    for name, column in STEP_COLUMNS.items():
+        frame[column] = getattr(terms, name)
+    # Compute time of one decoded token at the best efficiency (the roofline's slope).
+    frame["step_compute_s"] = terms.decode_flop_s / terms.gemm_efficiency
+
+
+def terms_from_columns(options: pd.DataFrame) -> roofline.StepTerms:
+    """The step terms stored in option rows (as returned by evaluate_inference)."""
+    values = {
+        name: options[column].to_numpy(dtype=bool if name == "chunked" else float)
+        for name, column in STEP_COLUMNS.items()
+    }
+    return roofline.StepTerms(
+        **values,
+        half_tokens=engines.SHARED.gemm_half_tokens,
+        sharpness=engines.SHARED.roofline_sharpness,
+    )
+
+
+def batch_cap(frame: pd.DataFrame, w: InferenceWorkload) -> np.ndarray:
+    """Sequences a step may hold: memory, the engine's cap, its token budget per step (chunked
+    engines fold B · prompt / output prompt tokens into each step) and the entered cap."""
+    preset = w.preset
+    cap = np.minimum(frame["max_batch"].to_numpy().astype(float), float(preset.max_batch))
+    if preset.chunked_prefill:
+        per_sequence = 1.0 + w.input_tokens / w.output_tokens
+        # At least one: a prompt longer than the budget is split over several steps.
+        budget = max(np.floor(w.setting("prefill_chunk_tokens") / per_sequence), 1.0)
+        cap = np.minimum(cap, budget)
+    if w.batch is not None:  # a fixed number of concurrent sequences per replica, at most
+        cap = np.minimum(cap, float(w.batch))
+    return np.where(lacks_fp4(frame, w), 0.0, np.maximum(cap, 0.0))
+
+
 def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     """Batch within the bounds, TTFT, TPOT, one replica's tokens/s and MBU (roofline.py)."""
-    tp = frame["tp"].to_numpy()
-    peak, frame["compute_precision"] = compute_peak(frame, w.weight_precision)
-    bandwidth = frame["memory_bandwidth_tbs"].astype(float).to_numpy()
-    bw_eff, flop_eff = w.setting("bandwidth_efficiency"), w.setting("compute_efficiency")
-    prefill_s = roofline.prefill_seconds(w.params, w.input_tokens, tp, peak, flop_eff)
-    # A sequence's KV read per step averages its length over the decode: input + output / 2.
-    kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * (
-        w.input_tokens + w.output_tokens / 2.0
-    )
-    weights = frame["weight_gb_per_card"].to_numpy() * mem.BYTES_PER_GB
-    fixed, per_seq, compute = roofline.step_coefficients(
-        weights, kv_read, w.params, tp, bandwidth, bw_eff, peak, flop_eff
-    )
-    amortized_prefill = prefill_s / w.output_tokens
+    terms = step_terms(frame, w)
+    prefill_s = roofline.prefill_seconds(terms, w.input_tokens)
+    cap = batch_cap(frame, w)
     tpot_bound = np.inf if w.tpot_ms is None else w.tpot_ms / 1e3
     # A p95 TTFT bound also bounds the typical TTFT (the queueing wait comes on top).
     ttft_ms = min((v for v in (w.ttft_ms, w.ttft_p95_ms) if v is not None), default=None)
     ttft_bound = np.inf if ttft_ms is None else ttft_ms / 1e3 - prefill_s
-    by_tpot = roofline.batch_within(tpot_bound, fixed, per_seq, compute, amortized_prefill)
-    by_ttft = roofline.batch_within(ttft_bound, fixed, per_seq, compute, 0.0)
-    allowed = np.minimum(np.minimum(by_tpot, by_ttft), frame["max_batch"].to_numpy())
-    if w.batch is not None:  # a fixed number of concurrent sequences per replica, at most
-        allowed = np.minimum(allowed, w.batch)
-    batch = np.floor(np.nan_to_num(allowed, nan=0.0) + 1e-9).clip(min=0)
+    batch = roofline.largest_batch_within(tpot_bound, cap, terms, prefill_s, w.output_tokens)
+    by_ttft = roofline.largest_batch_within(
+        ttft_bound, cap, terms, prefill_s, w.output_tokens, first_step_only=True
+    )
+    batch = np.minimum(batch, by_ttft)
     if w.tpot_p95_ms is not None:
-        batch = queueing.largest_batch_within_tpot_p95(
-            w.tpot_p95_ms / 1e3, batch, (fixed, per_seq, compute), prefill_s, w.output_tokens
-        )
-    step = roofline.step_seconds(batch, fixed, per_seq, compute)
-    tpot = roofline.tpot_seconds(batch, step, prefill_s, w.output_tokens)
-    frame["tpot_p95_ms"] = queueing.tpot_p95_seconds(batch, step, prefill_s, w.output_tokens) * 1e3
+        bound = w.tpot_p95_ms / 1e3
+
+        def fits(b: np.ndarray) -> np.ndarray:
+            starts = queueing.poisson_p95(b)
+            p95: np.ndarray = roofline.tpot_seconds(terms, b, prefill_s, w.output_tokens, starts)
+            return p95 <= bound
+
+        batch = queueing.largest_integer(fits, np.zeros_like(batch), batch)
+    step = roofline.step_seconds(terms, batch)
+    tpot = roofline.tpot_seconds(terms, batch, prefill_s, w.output_tokens)
+    tpot_p95 = roofline.tpot_seconds(
+        terms, batch, prefill_s, w.output_tokens, queueing.poisson_p95(batch)
+    )
+    store_terms(frame, terms)
+    frame["tpot_p95_ms"] = tpot_p95 * 1e3
     frame["batch"] = batch.astype(np.int64)
     frame["prefill_ms"] = prefill_s * 1e3
-    frame["step_fixed_s"], frame["step_memory_s"], frame["step_compute_s"] = fixed, per_seq, compute
     frame["decode_step_ms"] = step * 1e3
     frame["ttft_ms"] = (prefill_s + step) * 1e3
     frame["tpot_ms"] = tpot * 1e3
-    memory_bound = fixed + per_seq * batch >= compute * batch
-    frame["decode_bound"] = np.where(memory_bound, "memory", "compute")
+    memory = terms.weights_s + np.maximum(batch * terms.kv_s_per_sequence, terms.kv_floor_s)
+    tokens = batch * (1.0 + np.where(terms.chunked, terms.prompt_per_output, 0.0))
+    efficiency = roofline.gemm_efficiency(tokens, terms.gemm_efficiency, terms.half_tokens)
+    compute = (
+        batch * terms.decode_flop_s
+        + np.where(terms.chunked, batch * terms.prompt_per_output, 0.0) * terms.prefill_flop_s
+    ) / efficiency
+    frame["decode_bound"] = np.where(memory >= compute, "memory", "compute")
+    streamed = w.attention.streamed_params(w.params)
+    weight_bytes = streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value
+    weights = weight_bytes / frame["tp"].to_numpy()
+    kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * (
+        w.input_tokens + w.output_tokens / 2.0
+    )
+    bandwidth = frame["memory_bandwidth_tbs"].astype(float).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         frame["replica_tokens_per_s"] = np.where(batch >= 1, batch / tpot, 0.0)
         frame["mbu"] = np.where(
@@ -352,20 +510,44 @@ def money_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     frame["cost_per_million_tokens"] = energy.cost_per_million(
         frame["cards"], price, served, kwh, w.tariff_per_kwh
     )
+    if "currency" not in frame.columns:  # money without a currency is no figure
+        frame["currency"] = None
     return frame
+
+
+def lacks_fp4(frame: pd.DataFrame, w: InferenceWorkload) -> np.ndarray:
+    """Options whose card has no FP4 tensor cores for an FP4 format (NVFP4, MXFP4)."""
+    if not WEIGHT_FORMATS[w.weight_precision].needs_fp4_cores:
+        return np.zeros(len(frame), dtype=bool)
+    lacks: np.ndarray = ~np.isfinite(_column(frame, FP4_COLUMN))
+    return lacks
 
 
 def reasons(frame: pd.DataFrame, w: InferenceWorkload) -> pd.Series:
     """Why an option serves nothing ('' when it does)."""
-    usable = frame["memory_gb"].astype(float) * w.setting("usable_memory_share")
+    room = mem.kv_budget_bytes(
+        frame["memory_gb"].astype(float).to_numpy(),
+        w.setting("usable_memory_share"),
+        frame["weight_gb_per_card"].to_numpy() * mem.BYTES_PER_GB,
+        0.0,
+        engines.SHARED.runtime_reserve_gib * mem.CARD_BYTES_PER_GB,
+        w.preset.kv_memory == "share_of_free",
+    )
     no_data = frame[["memory_gb", "memory_bandwidth_tbs", "dense_bf16_tflops"]].isna().any(axis=1)
-    too_big = frame["weight_gb_per_card"] >= usable
     no_room = frame["max_batch"] < 1
     return pd.Series(
         np.select(
-            [no_data, too_big, no_room, frame["batch"] < 1, frame["p95_unmet"]],
+            [
+                no_data,
+                lacks_fp4(frame, w),
+                room <= 0,
+                no_room,
+                frame["batch"] < 1,
+                frame["p95_unmet"],
+            ],
             [
                 "the catalog lacks memory, bandwidth or peak figures for this card",
+                f"{w.weight_precision} needs FP4 tensor cores (Blackwell), which this card lacks",
                 "the weights alone exceed the usable memory at this tensor-parallel degree",
                 "no sequence of the context length fits beside the weights",
                 "no batch meets the TTFT/TPOT bounds",
@@ -377,10 +559,20 @@ def reasons(frame: pd.DataFrame, w: InferenceWorkload) -> pd.Series:
     )
 
 
+def band_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
+    """The calibrated band around tokens/s, TTFT and TPOT (band.py): where the published
+    figure fell around the model's on the calibration rows, 10th to 90th percentile."""
+    for column, group in band.BAND_COLUMNS.items():
+        low, high = band.band(frame[column].to_numpy().astype(float), group, w.engine)
+        frame[f"{column}_low"], frame[f"{column}_high"] = low, high
+    return frame
+
+
 def evaluate_inference(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     """All (card model × tp) options with memory, timing, scale, energy and cost columns."""
     frame = expand_options(cards, w)
-    for step in (memory_columns, timing_columns, scale_columns, tail_columns, money_columns):
+    steps = (memory_columns, timing_columns, scale_columns, tail_columns, money_columns)
+    for step in (*steps, band_columns):
         frame = step(frame, w)
     frame["reason"] = reasons(frame, w)
     frame["feasible"] = frame["reason"] == ""

@@ -1,6 +1,7 @@
 """The planner's Inference tab: cards, latency and cost to serve a model (docs/inference.md).
 
-A GET form (the query string is the input, so a result is a link), the options table of
+A GET form (the query string is the input, so a result is a link: every field of the API is
+honoured there), the model from the model catalog or a custom shape, the options table of
 every card model's best tensor-parallel degree, and the latency–throughput curve per card
 model. The engine runs in the request: an estimate over the catalog takes milliseconds.
 """
@@ -20,6 +21,7 @@ from access.pages import role_required
 from access.roles import PLANNER, has_role
 from engine.inference.curve import latency_throughput_curve
 from engine.limits import EngineInputError
+from engine.model_catalog import SHAPE_FIELDS, find_model, load_catalog
 from engine.text import name_error
 from frontend import charts
 from inventory.models import AcceleratorModel
@@ -30,9 +32,9 @@ from planner.models import InferencePlan
 from planner.plans import can_edit
 
 CURVE = "planner-inference-roofline"
-# The example the page opens with (a 70B model, chat-like lengths, 10 requests/s).
+# The example the page opens with (Llama-3-70B, chat-like lengths, 10 requests/s).
 EXAMPLE = {
-    "model_params": "70e9",
+    "model": "Llama-3-70B",
     "weight_precision": "fp8",
     "kv_precision": "fp8",
     "input_tokens": "1000",
@@ -41,7 +43,6 @@ EXAMPLE = {
     "tpot_ms": "50",
 }
 FORM_FIELDS = (
-    ("model_params", "Model parameters"),
     ("input_tokens", "Input tokens per request"),
     ("output_tokens", "Output tokens per request"),
     ("requests_per_s", "Target requests/s"),
@@ -51,6 +52,24 @@ FORM_FIELDS = (
     ("tpot_p95_ms", "TPOT p95 bound (ms)"),
     ("context_tokens", "Context reserved per sequence (tokens)"),
 )
+# The custom model: N and the shape (planner.inference_model), used when no model is picked.
+SHAPE_FORM_FIELDS = (
+    ("model_params", "Parameters (alone: the shape is inferred)"),
+    ("layers", "Layers"),
+    ("hidden_size", "Hidden size"),
+    ("attention_heads", "Attention heads"),
+    ("kv_heads", "KV heads"),
+    ("head_dim", "Head dimension"),
+    ("ffn_hidden_size", "FFN hidden size"),
+    ("vocab_size", "Vocabulary size"),
+)
+SHAPE_LABELS = dict(SHAPE_FORM_FIELDS)
+TRUE_VALUES = ("true", "True", "1", "on")  # a ticked box, however the URL spells it
+SHAPE_SOURCE_WORDS = {
+    "catalog": "from the model catalog",
+    "entered": "entered",
+    "inferred": "inferred from the parameter count",
+}
 TABLE_COLUMNS = (
     ("accelerator", "Card model"),
     ("cards", "Cards"),
@@ -65,23 +84,71 @@ TABLE_COLUMNS = (
     ("tokens_per_s", "Output tokens/s"),
     ("mbu", "MBU"),
     ("energy_kwh_per_million_tokens", "kWh per million tokens"),
-    ("cost_per_million_tokens", "Cost per million tokens"),
+    ("cost_per_million_tokens", "Cost per million tokens (currency)"),
     ("price_basis", "Price"),
     ("pareto", "Pareto front"),
     ("reason", "Cannot serve: why"),
 )
 
 
+def input_names() -> set[str]:
+    """Every field of the estimate but the card models (a list, read apart)."""
+    return set(InferenceEstimateInputSerializer().fields) - {"accelerator"}
+
+
 def query_input(request: HttpRequest, query: QueryDict | None = None) -> dict:
-    """The form's values: the query string, or the example when the query is empty (a saved
-    plan's POST never falls back on the example)."""
-    names = {name for name, _ in FORM_FIELDS} | {"weight_precision", "kv_precision"}
+    """The form's values: the query string (every input of the API), or the example when it
+    holds none (a saved plan's POST never falls back on the example)."""
+    names = input_names()
     given = {k: v for k, v in (query or request.GET).items() if k in names and v != ""}
     data = given or ({} if query is not None else dict(EXAMPLE))
     accelerators = [a for a in (query or request.GET).getlist("accelerator") if a]
     if accelerators:
         data["accelerator"] = accelerators
     return data
+
+
+def catalog_choices() -> list[dict]:
+    """The model picker's entries: each catalog model's name and shape (the script shows the
+    shape in the custom fields when a model is picked)."""
+    return [
+        {
+            "name": model.name,
+            "shape": {
+                **model.shape(),
+                "mlp_kind": model.mlp_kind,
+                "tied_embeddings": model.tied_embeddings,
+            },
+        }
+        for model in load_catalog().models
+    ]
+
+
+def picked_model(data: dict) -> str:
+    """The catalog's spelling of the picked model ('' for none or an unknown name)."""
+    try:
+        return find_model(data["model"]).name if data.get("model") else ""
+    except EngineInputError:
+        return ""
+
+
+def model_summary(result: dict) -> dict:
+    """The model a result served, for the page: its name, where the shape came from and the
+    shape's fields (a plan stored before the shape's names changed shows what it holds)."""
+    shape = result.get("shape") or {}
+    source = result.get("shape_source")
+    return {
+        "name": result.get("model"),
+        "source": SHAPE_SOURCE_WORDS.get(source or "", "as stored"),
+        "shape_source": source,
+        "provenance": (result.get("provenance") or {}).get("shape", ""),
+        "params": result.get("model_params"),
+        "fields": [
+            (key, SHAPE_LABELS.get(key, key), shape.get(key))
+            for key in (*SHAPE_FIELDS, *(k for k in shape if k not in SHAPE_FIELDS))
+            if key in shape
+        ],
+    }
 
 
 def estimate(request: HttpRequest) -> tuple[dict | None, dict[str, str]]:
@@ -174,6 +241,10 @@ def inference_planner(request: HttpRequest):
     context = {
         "data": data,
         "form_fields": [(name, label, data.get(name, "")) for name, label in FORM_FIELDS],
+        "shape_fields": [(name, label, data.get(name, "")) for name, label in SHAPE_FORM_FIELDS],
+        "models": catalog_choices(),
+        "picked_model": picked_model(data),
+        "true_values": TRUE_VALUES,
         "catalog": AcceleratorModel.objects.order_by("vendor", "name"),
         "errors": errors,
         "result": result,
@@ -184,6 +255,7 @@ def inference_planner(request: HttpRequest):
     context["assumptions"] = [
         (key, value, result["provenance"].get(key, "")) for key, value in result["settings"].items()
     ]
+    context["model"] = model_summary(result)
     context["chart"] = charts.render_chart(CURVE, request, curve_from(result))
     context["whatif"] = whatif(data, result)
     context["save"] = save_form(request, data)
@@ -255,6 +327,7 @@ def inference_plan_detail(request: HttpRequest, pk: int):
     context = {
         "plan": plan,
         "result": plan.results,
+        "model": model_summary(plan.results),
         "columns": TABLE_COLUMNS,
         "inputs": [
             (key, ", ".join(map(str, value)) if isinstance(value, list) else value)

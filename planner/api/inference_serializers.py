@@ -36,9 +36,14 @@ class InferenceOptionSerializer(serializers.Serializer):
     mbu = serializers.FloatField(allow_null=True)
     compute_precision = serializers.CharField()
     energy_kwh_per_million_tokens = serializers.FloatField(allow_null=True)
-    cost_per_million_tokens = serializers.FloatField(allow_null=True)
+    cost_per_million_tokens = serializers.FloatField(
+        allow_null=True, help_text="In `currency`; null when unknown (no price), not zero."
+    )
     card_hour_price = serializers.FloatField(allow_null=True)
     price_basis = serializers.CharField()
+    currency = serializers.CharField(
+        allow_null=True, help_text="ISO 4217 code of this option's money (null: stored before)."
+    )
     pareto = serializers.BooleanField()
     cheapest = serializers.BooleanField()
 
@@ -47,8 +52,16 @@ class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
     """The recommended option (cheapest feasible, else fewest cards) and every card model's best."""
 
     options = InferenceOptionSerializer(many=True)
+    model = serializers.CharField(allow_null=True, help_text="The model catalog's name, if any.")
     model_params = serializers.FloatField()
-    shape = serializers.DictField(child=serializers.IntegerField())
+    shape = serializers.DictField(
+        child=serializers.IntegerField(allow_null=True),
+        help_text="layers, hidden_size, attention_heads, kv_heads, head_dim, ffn_hidden_size, "
+        "vocab_size used (null: not given and not needed).",
+    )
+    shape_source = serializers.CharField(
+        allow_null=True, help_text="catalog, entered or inferred (from model_params)."
+    )
     settings = serializers.DictField(child=serializers.FloatField())
     provenance = serializers.DictField(child=serializers.CharField())
 
@@ -86,4 +99,5 @@ class InferencePlanListSerializer(serializers.Serializer):
     cost_per_million_tokens = serializers.FloatField(
         source="results.cost_per_million_tokens", allow_null=True
     )
+    currency = serializers.CharField(source="results.currency", allow_null=True)
     computed_at = serializers.DateTimeField()

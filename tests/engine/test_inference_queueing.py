@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.inference import InferenceWorkload, evaluate_inference, queueing
+from engine.inference import InferenceWorkload, evaluate_inference, queueing, roofline
+from engine.inference.sizing import terms_from_columns
 from tests.support.inference_inputs import H100_SXM, LLAMA3_70B, LLAMA3_70B_PARAMS
 
 
@@ -113,9 +114,12 @@ def test_p95_is_never_below_the_typical_value():
     frame = _llama(requests_per_s=37)
     assert (frame["tpot_p95_ms"] >= frame["tpot_ms"]).all()
     assert (frame["ttft_p95_ms"] >= frame["ttft_ms"]).all()
-    # Sized to 99 % of a replica's capacity the queue is long: seconds, not milliseconds.
-    busy = frame[frame["utilization"] > 0.98]
-    assert not busy.empty and (busy["ttft_p95_ms"] > 10 * busy["ttft_ms"]).all()
+    # Sized to 99 % of the TP2 replicas' capacity the queue is long: seconds, not milliseconds.
+    tp2 = frame.loc[2]
+    busy_rps = 0.99 * tp2["replicas"] * tp2["replica_tokens_per_s"] / 500
+    busy = _llama(requests_per_s=busy_rps).loc[2]
+    assert busy["utilization"] > 0.98
+    assert busy["ttft_p95_ms"] > 10 * busy["ttft_ms"]
 
 
 def test_a_p95_ttft_bound_adds_replicas_until_met():
@@ -145,9 +149,8 @@ def test_a_p95_tpot_bound_takes_the_largest_batch_that_meets_it():
     bound = _llama(requests_per_s=10, tpot_p95_ms=40)
     assert (bound["tpot_p95_ms"] <= 40).all()
     for tp, row in bound.iterrows():
-        one_more = row["batch"] + 1
-        step = np.maximum(
-            row["step_fixed_s"] + row["step_memory_s"] * one_more, row["step_compute_s"] * one_more
-        )
-        slower = queueing.tpot_p95_seconds(one_more, step, row["prefill_ms"] / 1e3, 500)
-        assert slower * 1e3 > 40, tp
+        one_more = np.array([row["batch"] + 1.0])
+        terms = terms_from_columns(bound.loc[[tp]])
+        starts = queueing.poisson_p95(one_more)
+        slower = roofline.tpot_seconds(terms, one_more, row["prefill_ms"] / 1e3, 500, starts)
+        assert slower[0] * 1e3 > 40, tp

@@ -6,7 +6,10 @@ import io
 import pytest
 from django.urls import reverse
 
+from engine.inference.defaults import INFERENCE_DEFAULTS
 from tests.support.inference_inputs import TAB_QUERY as QUERY
+
+DEFAULT_BANDWIDTH_EFFICIENCY = INFERENCE_DEFAULTS["bandwidth_efficiency"].value
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +31,7 @@ def test_the_example_opens_with_every_catalog_card(page):
     html = response.content.decode()
     assert "Latency against throughput per card model" in html
     assert "H100 SXM5 80GB" in html and "cheapest" in html
-    assert "bandwidth_efficiency: 0.7 (default)" in html
+    assert f"bandwidth_efficiency: {DEFAULT_BANDWIDTH_EFFICIENCY:g} (default)" in html
 
 
 def test_chosen_cards_show_the_recommendation_and_the_reason_of_the_misfit(page):

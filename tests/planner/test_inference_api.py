@@ -2,8 +2,11 @@
 
 import pytest
 
+from engine.inference.defaults import INFERENCE_DEFAULTS
 from tests.support.inference_inputs import LLAMA_70B
 from tests.support.memcap import address_space_cap
+
+DEFAULT_BANDWIDTH_EFFICIENCY = INFERENCE_DEFAULTS["bandwidth_efficiency"].value
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +53,7 @@ def test_two_h100_serve_llama_70b_fp8_with_every_output_and_its_provenance(api):
     assert body["provenance"]["bandwidth_efficiency"] == "default"
     assert body["provenance"]["shape"] == "entered"
     assert body["provenance"]["tariff_per_kwh"].startswith("not given")
-    assert body["settings"]["bandwidth_efficiency"] == pytest.approx(0.7)
+    assert body["settings"]["bandwidth_efficiency"] == pytest.approx(DEFAULT_BANDWIDTH_EFFICIENCY)
 
 
 def test_target_compares_cards_and_marks_the_cheapest(api):
@@ -85,7 +88,7 @@ def test_model_size_alone_infers_the_shape_and_the_whole_catalog_is_compared(api
         api, {"model_params": 7e9, "input_tokens": 500, "output_tokens": 200, "tokens_per_s": 5000}
     ).json()
     assert body["provenance"]["shape"].startswith("inferred")
-    assert body["shape"]["kv_heads"] == body["shape"]["heads"]
+    assert body["shape"]["kv_heads"] == body["shape"]["attention_heads"]
     assert len(body["options"]) >= 10
 
 
@@ -133,7 +136,7 @@ def test_p95_bounds_are_met_and_full_given_cards_have_no_settled_tail(api):
         ({"accelerator": ["H100 SXM5 80GB"] * 51}, "accelerator"),
         ({"tokens_per_s": 100}, "requests_per_s"),
         ({"context_tokens": 10}, "context_tokens"),
-        ({"layers": 80}, "hidden"),
+        ({"layers": 80}, "hidden_size"),
         ({"bandwidth_efficiency": 1.5}, "bandwidth_efficiency"),
         ({"tp": 16}, "tp"),
         ({"ttft_p95_ms": -1}, "ttft_p95_ms"),

@@ -10,11 +10,14 @@ import pytest
 
 from accounting.models import ServingLoad
 from engine.factors import FACTOR_NAMES
+from engine.inference.defaults import INFERENCE_DEFAULTS
 from engine.inference.sizing import InferenceWorkload, evaluate_inference
 from inventory.models import AcceleratorModel, Pool
 from planner import services
 from tests.support.builders import add_h100_pool
 from tests.support.inline import run_analysis_inline
+
+DEFAULT_BANDWIDTH_EFFICIENCY = INFERENCE_DEFAULTS["bandwidth_efficiency"].value
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +92,7 @@ def test_without_a_load_mbu_is_the_default_and_availability_is_modeled(
     row = rows["serving"]
     assert row["factor_definitions"] == "serving"
     assert row["mfu_label"] == "MBU" and row["effective_time_label"] == "Availability"
-    assert row["mfu"] == pytest.approx(0.7)  # bandwidth_efficiency default
+    assert row["mfu"] == pytest.approx(DEFAULT_BANDWIDTH_EFFICIENCY)
     assert (row["mfu_provenance"], row["mfu_basis"]) == ("default", "bandwidth_efficiency_default")
     assert row["scaling"] == 1.0 and row["scaling_provenance"] == "modeled"
     assert row["scaling_basis"] == "serving: no pipeline scaling"
@@ -129,7 +132,8 @@ def test_a_load_covering_the_period_is_measured_utilization(
         "serving_load",
     )
     assert row["mfu_provenance"] == "modeled" and row["mfu_basis"] == "serving_load_model"
-    assert 0 < row["mfu"] < 0.7  # at most the bandwidth efficiency the model assumes
+    # At most the bandwidth efficiency the model assumes.
+    assert 0 < row["mfu"] < DEFAULT_BANDWIDTH_EFFICIENCY
     replica_mtbf = row["mtbf_card_hours"] / expected["tp"]
     assert row["effective_time"] == pytest.approx(replica_mtbf / (replica_mtbf + REPAIR_H))
     assert row["serving_reason"].startswith("measured: served tokens/s")

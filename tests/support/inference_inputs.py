@@ -45,7 +45,7 @@ LLAMA3_70B_PARAMS = 70.6e9
 LLAMA_70B = {
     "model_params": 70.6e9,
     "layers": 80,
-    "hidden": 8192,
+    "hidden_size": 8192,
     "attention_heads": 64,
     "kv_heads": 8,
     "head_dim": 128,

@@ -1,6 +1,6 @@
 // Inference tab: the what-if panel (whatif.js) sends the recommended card model with the
 // slider values (traffic, context length) to the inference estimate and shows cards, TPOT,
-// tokens/s and cost per million tokens.
+// tokens/s and cost per million tokens in its currency.
 (function () {
   const panel = document.querySelector("form[data-inference-whatif]");
   const dataNode = document.getElementById("inference-whatif-data");
@@ -30,7 +30,8 @@
     // null: at this load the queue for a batch slot does not settle (docs/inference.md, 2a)
     out("ttft_p95_ms").textContent = result.ttft_p95_ms === null ? "—" : number(1).format(result.ttft_p95_ms);
     out("tokens_per_s").textContent = number(0).format(result.tokens_per_s);
-    out("cost").textContent = result.cost_per_million_tokens === null ? "—" : number(3).format(result.cost_per_million_tokens);
+    out("cost").textContent = result.cost_per_million_tokens === null ? "—" :
+      number(3).format(result.cost_per_million_tokens) + " " + result.currency + " / M tokens";
     note.textContent = "What-if estimate on " + result.accelerator + ": batch " + result.batch +
       " per replica, MBU " + number(2).format(result.mbu) + ".";
   }
