@@ -1,5 +1,7 @@
 """DCGM samples of an uploaded OpenMetrics / Prometheus text export, read in bounded memory.
 
+``promtool tsdb dump`` is read too: its lines are ``{__name__="…", labels…} value ms``.
+
 The file is read in blocks of lines (``BLOCK_BYTES``), each block parsed vectorised, and only
 the DCGM samples kept, as three flat arrays (series code, time, value) beside one table of
 the distinct series: memory follows the samples kept and one block, not the file (a 240 MiB
@@ -32,7 +34,8 @@ BLOCK_BYTES = 8 * 1024 * 1024
 LABELS = (promql.HOST_LABEL, promql.GPU_LABEL, promql.UUID_LABEL, promql.MODEL_LABEL)
 COLUMNS = ("metric", *LABELS)
 
-_HEAD = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?$")
+# ``name{labels}``, or ``{labels}`` with the name as ``__name__`` (``promtool tsdb dump``).
+_HEAD = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)?(?:\{(?P<labels>.*)\})?$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
@@ -53,8 +56,11 @@ def _series_row(head: str) -> tuple[str | None, ...]:
     if match is None:
         return (None, *[""] * len(LABELS))
     labels = dict(_LABEL.findall(match.group("labels") or ""))
+    name = match.group("name") or labels.get("__name__")
+    if not name:
+        return (None, *[""] * len(LABELS))
     # OpenMetrics names counters ..._total; dcgm-exporter's text format does not.
-    name = match.group("name").removesuffix("_total")
+    name = name.removesuffix("_total")
     return (name, *(labels.get(label, "") for label in LABELS))
 
 
