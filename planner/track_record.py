@@ -28,6 +28,56 @@ def _summary_row(group: str, stats: dict[str, Any]) -> dict[str, Any]:
         "worst_text": _signed(stats["worst_error_percent"]),
         "mean_text": _signed(stats["mean_signed_error_percent"]),
         "coverage_text": _plain(stats["band_coverage_percent"]),
+        "half_width_text": _plain(stats.get("median_band_half_width_percent")),
+    }
+
+
+def _serving_label(group: str) -> str:
+    """ "plain-pytorch held_out" -> "plain-pytorch, held out"; "all" -> "All figures"."""
+    engine, _, role = group.rpartition(" ")
+    label = {"all": "All figures", "calibration": "Calibration", "held_out": "Held out"}[role]
+    return f"{engine}: {label.lower()}" if engine else label
+
+
+def _serving_summary_row(group: str, stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **stats,
+        "label": _serving_label(group),
+        "median_text": _plain(stats["median_abs_error_percent"]),
+        "worst_text": _signed(stats["worst_error_percent"]),
+        "coverage_text": _plain(stats["band_coverage_percent"]),
+    }
+
+
+def _serving_row(row: dict[str, Any]) -> dict[str, Any]:
+    unit = row["unit"]
+    band = ""
+    if row["modeled"] is not None and row.get("modeled_low") is not None:
+        band = (
+            f"{format_number(row['modeled_low'], unit)}–{format_number(row['modeled_high'], unit)}"
+        )
+    return {
+        **row,
+        "role_label": ROLE_LABELS[row["role"]],
+        "cards_text": f"{row['cards']:,}",
+        "published_text": format_figure(row["published"], unit),
+        "modeled_text": format_figure(row["modeled"], unit),
+        "error_text": _signed(row["error_percent"]),
+        "band_text": BAND_WORDS[row["inside_band"]],
+        "band_range": band,
+    }
+
+
+def _serving_page(serving: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The serving figures' summary and rows, as the training part (None: none recorded)."""
+    if not serving:
+        return None
+    return {
+        "summary": [_serving_summary_row(g, dict(s)) for g, s in serving["summary"].items()],
+        "rows": [_serving_row(dict(row)) for row in serving["rows"]],
+        "error_meaning": serving["error"],
+        "band_meaning": serving["band"],
+        "runs_file": serving["runs_file"],
     }
 
 
@@ -58,4 +108,5 @@ def track_record_page() -> dict[str, Any]:
         "error_meaning": record["error"],
         "band_meaning": record["band"],
         "runs_file": record["runs_file"],
+        "serving": _serving_page(record.get("serving")),
     }

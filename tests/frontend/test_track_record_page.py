@@ -102,3 +102,26 @@ def test_every_plan_page_links_to_it(client, viewer, planner):
     assert response.status_code == 200
     html = response.content.decode()
     assert f'href="{URL}"' in html and "How accurate is the planner?" in html
+
+
+def test_the_summary_shows_the_median_band_half_width(client, viewer, record):
+    html = _page(client, viewer)
+    for group, stats in record["summary"].items():
+        assert f"{stats['median_band_half_width_percent']:.1f} %" in html, group
+
+
+def test_the_serving_figures_join_the_page_with_their_errors_and_sources(client, viewer, record):
+    html = _page(client, viewer)
+    serving = record["serving"]
+    section = html[html.index('id="serving-heading"') :]
+    for group, stats in serving["summary"].items():
+        assert f"{stats['inside_band']} of {stats['modeled']}" in section, group
+        assert f"{stats['median_abs_error_percent']:.1f} %" in section, group
+    for row in serving["rows"]:
+        start = section.index(f'id="serving-{row["id"]}"')
+        cells = section[start : section.index("</tr>", start)]
+        assert escape(row["source"]) in cells, row["id"]
+        if row["modeled"] is None:
+            assert "—" in cells and escape(row["reason"]) in cells, row["id"]
+        else:
+            assert f"{row['error_percent']:+.1f} %" in cells, row["id"]
