@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from engine.capacity.options import table_default
+from engine.capacity.options import blocking_save_hours, table_default
 from engine.reliability import effective_time_arrays, restart_h_at
 
 UNCERTAINTIES: tuple[str, ...] = ("mfu", "fabric", "mtbf", "restart")
@@ -87,9 +87,7 @@ def _throughput(
     fabric = step * np.nan_to_num(col("fabric_share"))
     drawn_scaling = np.minimum(1.0 / (step - fabric + fabric / fabric_x), 1.0)
     cards = col("cards")
-    save = col("checkpoint_save_hours") * np.where(
-        col("checkpoint_async") > 0, table_default("checkpoint_async_stall_share"), 1.0
-    )
+    save = blocking_save_hours(frame)[:, None]
     restart = restart_h_at(
         col("restart_hours"),
         cards,

@@ -113,6 +113,18 @@ def _seam_default_reliability(
     }
 
 
+def blocking_save_hours(frame: pd.DataFrame) -> NDArray[np.float64]:
+    """How long each prepared option's checkpoint blocks: an entered save scaled to its copy to
+    host memory when saves are asynchronous; the default is already an asynchronous save's."""
+    stall = np.where(
+        (frame["checkpoint_async"].to_numpy(np.float64) > 0)
+        & frame["checkpoint_save_entered"].to_numpy(bool),
+        table_default("checkpoint_async_stall_share"),
+        1.0,
+    )
+    return frame["checkpoint_save_hours"].to_numpy(np.float64) * stall
+
+
 def _mtbf_provenance(frame: pd.DataFrame, options: pd.DataFrame) -> None:
     """`mtbf_provenance` and `mtbf_basis` per option: the caller's (a pool's measured
     failures), else entered, else the table default naming its site kind or generation;
@@ -373,6 +385,7 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     frame["utilization"] = frame["utilization"].fillna(DEFAULT_UTILIZATION)
     frame["restart_grows"] = frame["restart_hours"].isna()  # an entered restart is used as given
     frame["mtbf_defaulted"] = frame["mtbf_card_hours"].isna()
+    frame["checkpoint_save_entered"] = frame["checkpoint_save_hours"].notna()
     _mtbf_provenance(frame, options)
     reliability = _seam_default_reliability(
         cooling,

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from engine.capacity.options import table_default
+from engine.capacity.options import blocking_save_hours, table_default
 from engine.capacity.workload import SECONDS_PER_DAY, TrainingWorkload
 from engine.defaults import FABRICS
 from engine.limits import (
@@ -146,15 +146,10 @@ def effective_time_at_cards(frame: pd.DataFrame, cards: NDArray[np.float64]) -> 
     """Effective time of each prepared option at `cards`: the override, else the model with
     the restart grown to the job's size and asynchronous saves blocking only their copy."""
     cards = np.asarray(cards, dtype=np.float64)
-    save_stall = np.where(
-        frame["checkpoint_async"].to_numpy(np.float64) > 0,
-        table_default("checkpoint_async_stall_share"),
-        1.0,
-    )
     modeled = _seam_effective_time(
         cards,
         frame["mtbf_card_hours"].to_numpy(np.float64),
-        frame["checkpoint_save_hours"].to_numpy(np.float64) * save_stall,
+        blocking_save_hours(frame),
         restart_h_at(
             frame["restart_hours"].to_numpy(np.float64),
             cards,

@@ -94,3 +94,23 @@ def test_more_cards_never_slower_in_running_time_at_a_fixed_split_family(replica
     assert plan.iloc[1]["running_days"] * plan.iloc[1]["effective_time"] < (
         plan.iloc[0]["running_days"] * plan.iloc[0]["effective_time"]
     )
+
+
+def test_asynchronous_saves_scale_only_an_entered_save():
+    """The default save (10 s) is already an asynchronous save's blocking copy: ticking
+    asynchronous leaves it; an entered synchronous save blocks only its copy's share
+    (6.3 s of 148.8 s, the PyTorch blog's 7B figure in the defaults table)."""
+    option = {**PRICED, "cards": 16_384, "site_kind": "production"}
+
+    def effective_time(**extra) -> float:
+        row = plan_capacity(WORKLOAD, pd.DataFrame([{**option, **extra}])).iloc[0]
+        return float(row["effective_time"])
+
+    assert effective_time(checkpoint_async=1) == effective_time(checkpoint_async=0)
+    synchronous_h = 148.8 / 3600
+    copy_h = synchronous_h * DEFAULTS["checkpoint_async_stall_share"].value
+    assert copy_h == pytest.approx(6.3 / 3600)
+    entered_async = effective_time(checkpoint_save_hours=synchronous_h, checkpoint_async=1)
+    as_its_copy = effective_time(checkpoint_save_hours=copy_h, checkpoint_async=0)
+    assert entered_async == pytest.approx(as_its_copy)
+    assert entered_async > effective_time(checkpoint_save_hours=synchronous_h)
