@@ -15,6 +15,7 @@ from django import forms
 from core.bounds import WithinLimit
 from core.text import validate_name
 from engine.capacity.options import DEFAULT_UTILIZATION
+from engine.defaults import SOFTWARE_STACKS
 from engine.limits import limit, range_error
 from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from inventory.models import AcceleratorModel, Pool, Site
@@ -34,6 +35,11 @@ SHAPE_FIELDS = (
     "vocab_size",
     "tied_embeddings",
 )
+# The training stacks (engine.defaults.SOFTWARE_STACKS) as the form names them.
+STACK_CHOICES = [
+    ("megatron", "Megatron-LM / Megatron-Core / NeMo (fused kernels)"),
+    ("plain_pytorch", "Plain PyTorch (eager, bf16 autocast)"),
+]
 DEGREE_FIELDS = ("tp_degree", "pp_degree", "vp_degree", "cp_degree", "dp_degree", "micro_batch")
 
 # Plan input (section, key) → form field, so a service error shows next to its field.
@@ -48,6 +54,7 @@ ERROR_FIELDS = {
     ("workload", "global_batch_tokens"): "global_batch_million_tokens",
     ("workload", "max_batch_tokens"): "max_batch_million_tokens",
     ("workload", "zero_stage"): "zero_stage",
+    ("workload", "software_stack"): "software_stack",
     ("workload", "parallelism"): "parallelism",
     ("workload", "micro_batch"): "micro_batch",
     **{("workload", f"{d}_degree"): f"{d}_degree" for d in ("tp", "pp", "vp", "cp", "dp")},
@@ -147,6 +154,13 @@ class PlanForm(forms.Form):
     )
     zero_stage = forms.TypedChoiceField(
         label="ZeRO stage", choices=[(s, str(s)) for s in range(4)], coerce=int, initial=1
+    )
+    software_stack = forms.ChoiceField(
+        label="Training stack",
+        choices=STACK_CHOICES,
+        initial=SOFTWARE_STACKS[0],
+        required=False,
+        help_text="What your teams run: the same cards reach a different MFU under each.",
     )
     # Advanced: the model's shape (else inferred GPT-3-like from the parameters)
     layers = forms.IntegerField(label="Layers", validators=[WithinLimit("layers")], required=False)
@@ -306,6 +320,7 @@ class PlanForm(forms.Form):
         "global_batch_million_tokens",
         "max_batch_million_tokens",
         "zero_stage",
+        "software_stack",
     )
     PARALLELISM_FIELDS = ("parallelism", *DEGREE_FIELDS)
     LEVER_FIELDS = ("liquid_cooling_cost", "colocation_cost")
@@ -402,6 +417,7 @@ class PlanForm(forms.Form):
             "seq_len": data["seq_len"],
             "global_batch_sequences": data["global_batch_sequences"],
             "zero_stage": data["zero_stage"],
+            "software_stack": data.get("software_stack") or SOFTWARE_STACKS[0],
         }
         for field, key in (
             ("global_batch_million_tokens", "global_batch_tokens"),

@@ -320,6 +320,7 @@ WHATIF_WORKLOAD_KEYS = (
     "global_batch_tokens",
     "max_batch_tokens",
     "zero_stage",
+    "software_stack",
     "micro_batch",
     *(f"{degree}_degree" for degree in ("tp", "pp", "vp", "cp", "dp")),
     *SHAPE_SPEC_FIELDS,

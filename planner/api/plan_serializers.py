@@ -13,7 +13,7 @@ from core.bounds import bounded_float, bounded_int
 from core.strict import StrictFieldsMixin
 from core.text import validate_name
 from engine.capacity import K_ERROR
-from engine.defaults import COOLING_TYPES, INTERVAL_RULES
+from engine.defaults import COOLING_TYPES, INTERVAL_RULES, SOFTWARE_STACKS
 from engine.limits import limit, range_error
 from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from engine.reliability import RELIABILITY_PRESETS
@@ -44,6 +44,11 @@ def either_or(attrs: dict, first: str, second: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Plan inputs
 # --------------------------------------------------------------------------------------------
+
+STACK_HELP = (
+    "The training stack the per-card model assumes: megatron (Megatron-LM/Core, NeMo: fused "
+    "kernels; the default) or plain_pytorch (an eager loop under bf16 autocast)."
+)
 
 
 class WorkloadSerializer(TrainingModelSerializer):
@@ -76,6 +81,9 @@ class WorkloadSerializer(TrainingModelSerializer):
     )
     micro_batch = bounded_int("micro_batch", default=1)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
+    software_stack = serializers.ChoiceField(
+        choices=SOFTWARE_STACKS, default=SOFTWARE_STACKS[0], help_text=STACK_HELP
+    )
     recompute = serializers.ChoiceField(
         choices=list(ACTIVATION_RECOMPUTE_MODES), required=False, allow_null=True
     )

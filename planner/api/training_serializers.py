@@ -9,12 +9,18 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
-from engine.defaults import FABRICS
+from engine.defaults import FABRICS, SOFTWARE_STACKS
 from engine.limits import range_error
 from engine.reliability import SITE_KINDS
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel, CoolingType
-from planner.api.plan_serializers import K_MESSAGE, either_or, number_schema, share_float
+from planner.api.plan_serializers import (
+    K_MESSAGE,
+    STACK_HELP,
+    either_or,
+    number_schema,
+    share_float,
+)
 from planner.api.shape_serializers import TrainingModelSerializer
 
 _SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
@@ -83,6 +89,9 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
     capital_cost_per_card = bounded_float("money", required=False, allow_null=True)
     amortization_years = bounded_float("amortization_years", required=False, allow_null=True)
     zero_stage = serializers.ChoiceField(choices=[0, 1, 2, 3], default=1)
+    software_stack = serializers.ChoiceField(
+        choices=SOFTWARE_STACKS, default=SOFTWARE_STACKS[0], help_text=STACK_HELP
+    )
     micro_batch = bounded_int(
         "micro_batch",
         required=False,

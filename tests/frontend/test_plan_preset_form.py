@@ -80,3 +80,39 @@ def test_a_preset_that_is_not_a_choice_is_an_error_next_to_it(client, planner, d
     html = client.post(PLANNER_URL, _data(site_kind="garage")).content.decode()
     errors = re.search(r'id="id_site_kind_error"[^>]*>(.*?)</ul>', html, re.S)
     assert errors and "garage" in errors.group(1)
+
+
+def test_the_form_offers_the_training_stacks_megatron_first(client, planner, demo_fleet):
+    client.force_login(planner)
+    html = client.get(PLANNER_URL).content.decode()
+    select = re.search(r'<select name="software_stack".*?</select>', html, re.S)
+    assert select, html[:2000]
+    assert re.findall(r'<option value="([^"]+)"', select.group(0)) == [
+        "megatron",
+        "plain_pytorch",
+    ]
+
+
+@pytest.mark.parametrize(("posted", "stored"), [(None, "megatron"), ("plain_pytorch",) * 2])
+def test_the_chosen_stack_is_stored_and_shown_on_the_plan(
+    client, planner, demo_fleet, django_capture_on_commit_callbacks, posted, stored
+):
+    from planner.models import Plan
+
+    client.force_login(planner)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(PLANNER_URL, _data(software_stack=posted))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    plan = Plan.objects.get()
+    assert plan.workload["software_stack"] == stored
+    run_plan_inline(plan.pk)
+    assert f"stack {stored}" in client.get(f"/planner/{plan.pk}/").content.decode()
+
+
+def test_a_stack_that_is_not_a_choice_is_an_error_next_to_the_field(client, planner, demo_fleet):
+    client.force_login(planner)
+    response = client.post(PLANNER_URL, _data(software_stack="jax"))
+    assert response.status_code == 200
+    assert "Select a valid choice. jax is not one of the available choices." in (
+        response.content.decode()
+    )
