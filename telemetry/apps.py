@@ -12,5 +12,12 @@ class TelemetryConfig(AppConfig):
         from telemetry.selectors import measured_factors
 
         register_jobs()
+        # A cluster takes allocation from one source kind: Slurm usage into a Kubernetes one fails.
+        from accounting.signals import usage_imported
+        from telemetry.kubernetes.services import refuse_slurm_into_kubernetes
+
+        usage_imported.connect(
+            refuse_slurm_into_kubernetes, dispatch_uid="telemetry.kubernetes.one_source_kind"
+        )
         # Analyses read the MFU proxy through the planner's hook: planner may not import us.
         register_provider(TELEMETRY, measured_factors)

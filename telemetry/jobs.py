@@ -20,6 +20,11 @@ def register_jobs() -> None:
             model=TelemetryFetch, task=TASK, fallback_times=("started_at", "queued_at", "created")
         )
     )
+    from telemetry.kubernetes.models import KubernetesSource
+    from telemetry.kubernetes.tasks import FETCH_TASK
+
+    # A Kubernetes source is its own fetch job: each fetch is a new run of the source's row.
+    register(JobKind(model=KubernetesSource, task=FETCH_TASK))
 
 
 def _model():

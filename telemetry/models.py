@@ -16,6 +16,11 @@ from django.db import models
 
 from core.jobs.models import DurableJob
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
+from telemetry.kubernetes.models import (  # noqa: F401 - models of this app
+    KubernetesNodeRule,
+    KubernetesSource,
+    KubernetesTeamRule,
+)
 from telemetry.promql import validate_label_selector, validate_prometheus_url
 from telemetry.secrets import decrypt_token, encrypt_token
 

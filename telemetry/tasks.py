@@ -9,6 +9,9 @@ from celery import shared_task
 
 from core.jobs.recovery import DURABLE_TASK_OPTIONS, TRANSIENT, heartbeat
 
+# Registered with the worker from here (the app's tasks module is the one autodiscovered).
+from telemetry.kubernetes.tasks import fetch_due_kubernetes, fetch_kubernetes  # noqa: F401
+
 logger = logging.getLogger(__name__)
 
 

@@ -285,6 +285,8 @@ TASK_KINDS = {
     "telemetry.fetch_yesterday": "periodic",
     "accounting.pull_slurmrestd": "import",
     "accounting.pull_due_slurmrestd": "periodic",
+    "telemetry.fetch_kubernetes": "import",
+    "telemetry.fetch_due_kubernetes": "periodic",
 }
 CELERY_TASK_ANNOTATIONS = {
     name: {
@@ -304,6 +306,8 @@ CELERY_BEAT_SCHEDULE = {
     "telemetry-daily-fetch": {"task": "telemetry.fetch_yesterday", "schedule": 24 * 3600.0},
     # Live Slurm sources whose interval (or back-off) has passed (docs/usage-import.md).
     "slurmrestd-pulls": {"task": "accounting.pull_due_slurmrestd", "schedule": 60.0},
+    # Kubernetes allocation sources whose interval (or back-off) has passed.
+    "kubernetes-fetches": {"task": "telemetry.fetch_due_kubernetes", "schedule": 60.0},
     # Alert rules: hourly, and after each usage import and analysis (alerts/signals.py).
     "evaluate-alerts": {"task": "alerts.evaluate_alerts", "schedule": 3600.0},
     # Files, and deleted clusters and pools, past their retention period (core/retention/).

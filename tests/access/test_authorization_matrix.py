@@ -44,6 +44,7 @@ PAGE_ADMIN = (302, 403, 403, 200, 403)
 PAGE_TEAM_A = (302, 200, 200, 200, 404)  # an object of team-a
 PAGE_POST_ONLY = (302, 405, 405, 405, 405)  # GET on a POST-only action (login first)
 PAGE_LIST_POST = (302, 403, 405, 405, 403)  # POST to a read-only page: role first, then 405
+PAGE_ADMIN_POST = (302, 403, 403, 405, 403)  # the same, on an administrators' page
 API = (401, 200, 200, 200, 200)
 API_TEAM_A = (401, 200, 200, 200, 404)
 API_NO_GET = (401, 405, 405, 405, 405)
@@ -295,6 +296,34 @@ MATRIX: dict[str, Entry] = {
     "slurmrestd-source-pull": Entry(
         pk("slurmrestd_source"), (get((401, 403, 403, 405, 403)), post(api_admin_write(202)))
     ),
+    # -- API: Kubernetes allocation sources and their rules (admin-only) ------------------------
+    "kubernetes-source-list": Entry(
+        None, (get((401, 403, 403, 200, 403)), post(api_admin_write(400)))
+    ),
+    "kubernetes-source-detail": Entry(
+        pk("kubernetes_source"),
+        (get((401, 403, 403, 200, 403)), patch(api_admin_write(200)), delete(api_admin_write(204))),
+    ),
+    "kubernetes-source-fetch": Entry(
+        pk("kubernetes_source"), (get((401, 403, 403, 405, 403)), post(api_admin_write(202)))
+    ),
+    **{
+        f"kubernetes-{rule}-rule-list": Entry(
+            None, (get((401, 403, 403, 200, 403)), post(api_admin_write(400)))
+        )
+        for rule in ("node", "team")
+    },
+    **{
+        f"kubernetes-{rule}-rule-detail": Entry(
+            pk(f"kubernetes_{rule}_rule"),
+            (
+                get((401, 403, 403, 200, 403)),
+                patch(api_admin_write(200)),
+                delete(api_admin_write(204)),
+            ),
+        )
+        for rule in ("node", "team")
+    },
     "host-pattern-list": Entry(None, (get(API), post(api_write(400)))),
     "host-pattern-detail": Entry(
         pk("host_pattern"), (get(API), patch(api_write(200)), delete(api_write(204)))
@@ -396,6 +425,7 @@ MATRIX: dict[str, Entry] = {
     ),
     "frontend:usage-imports": Entry(None, read_page(PAGE)),
     "frontend:slurmrestd-sources": Entry(None, (get(PAGE_PLANNER), post(PAGE_LIST_POST))),
+    "frontend:kubernetes-sources": Entry(None, (get(PAGE_ADMIN), post(PAGE_ADMIN_POST))),
     "frontend:costs": Entry(None, read_page(PAGE, start="2024-03-01", end="2024-04-01")),
     "frontend:planner": Entry(None, (get(PAGE), post(page_write(200)))),
     "frontend:planner-inference": Entry(None, read_page(PAGE)),

@@ -227,3 +227,19 @@ def _live_source(world: SimpleNamespace) -> None:
     world.slurmrestd_source = SlurmrestdSource.objects.create(
         cluster=world.cluster, url="http://127.0.0.1:9", user_name="root"
     )
+    from telemetry.kubernetes.models import (
+        KubernetesNodeRule,
+        KubernetesSource,
+        KubernetesTeamRule,
+    )
+
+    # Beside the Slurm source only in this table of routes: the API refuses the pair.
+    world.kubernetes_source = KubernetesSource.objects.create(
+        cluster=world.cluster, url="http://127.0.0.1:9"
+    )
+    world.kubernetes_node_rule = KubernetesNodeRule.objects.create(
+        source=world.kubernetes_source, pattern="gpu*", node_group=world.nodegroup
+    )
+    world.kubernetes_team_rule = KubernetesTeamRule.objects.create(
+        source=world.kubernetes_source, pattern="ml-*", team="team-a"
+    )
