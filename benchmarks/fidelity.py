@@ -13,6 +13,9 @@ The second table is the serving model's (engine/inference/track_record.py): ever
 engine/data/published_serving_runs.json (TensorRT-LLM, vLLM, gpt-fast, FasterTransformer and
 this repository's GPU measurements) through evaluate_inference, with the error, the band and
 the role; then median and worst error and band coverage for calibration and held-out rows.
+With --write-serving only the file's "serving" part is rewritten (the training part is left
+as it is), and the serving band's factors recomputed from the calibration rows are printed:
+band.RATIO_FACTORS must hold them (engine/inference/band.py says how the band is made).
 
 With --fit it repeats the search that fitted the serving engines' constants (engines.py): a
 coordinate search in log space, from the committed values, minimising the mean |ln(modeled /
@@ -20,7 +23,7 @@ published)| over the calibration rows plus a penalty on rows off by more than 18
 the constants it ends at and the errors, for a person to commit (nothing is written).
 
 Run from the repository root:
-    .venv/bin/python benchmarks/fidelity.py [--write | --fit]
+    .venv/bin/python benchmarks/fidelity.py [--write | --write-serving | --fit]
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script
 
-from engine.inference import engines
+from engine.inference import band, engines
 from engine.inference import track_record as serving
 from engine.track_record import (
     TRACK_RECORD_PATH,
@@ -41,6 +44,7 @@ from engine.track_record import (
     dumps,
     format_serving_table,
     format_table,
+    load_track_record,
 )
 
 # The constants the search moves: (where, name); "shared" is engines.SHARED. The others are
@@ -150,7 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fit", action="store_true", help="search the serving constants again and print them"
     )
+    parser.add_argument(
+        "--write-serving",
+        action="store_true",
+        help=f"rewrite only the serving part of {TRACK_RECORD_PATH.name}",
+    )
     args = parser.parse_args(argv)
+    if args.write_serving:
+        return write_serving()
     if args.fit:
         for (where, name), value in fit().items():
             print(f"{where} {name} = {value:.4g}")
@@ -161,6 +172,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         TRACK_RECORD_PATH.write_text(dumps(record), encoding="utf-8")
         print(f"\nwrote {TRACK_RECORD_PATH.relative_to(Path.cwd().resolve())}")
+    return 0
+
+
+def write_serving() -> int:
+    """The serving part of the track record from today's model; the rest of the file kept."""
+    record = load_track_record()
+    record["serving"] = serving.compute_serving_record()
+    print(format_serving_table(record["serving"]))
+    calibration = [row for row in record["serving"]["rows"] if row["role"] == "calibration"]
+    factors = serving.band_factors(calibration)
+    print(f"\nband factors from the calibration rows: {factors}")
+    if factors != band.RATIO_FACTORS:
+        print(f"band.RATIO_FACTORS ({band.RATIO_FACTORS}) is out of step: commit these")
+    TRACK_RECORD_PATH.write_text(dumps(record), encoding="utf-8")
+    print(f"\nwrote the serving part of {TRACK_RECORD_PATH.relative_to(Path.cwd().resolve())}")
     return 0
 
 

@@ -23,6 +23,7 @@ def catalog_rows(path: Path = CATALOG_CSV) -> list[dict[str, Any]]:
                 "dense_bf16_tflops": float(row["dense_bf16_tflops"]),
                 "dense_fp8_tflops": _optional_float(row["dense_fp8_tflops"]),
                 "dense_int8_tops": _optional_float(row.get("dense_int8_tops") or ""),
+                "dense_fp4_tflops": _optional_float(row.get("dense_fp4_tflops") or ""),
                 "memory_gb": float(row["memory_gb"]),
                 "memory_bandwidth_tbs": float(row["memory_bandwidth_tbs"]),
                 "tdp_w": float(row["tdp_w"]),

@@ -26,6 +26,7 @@ FIELD_LABELS = {
     "memory_gb": "Memory (GB)",
     "memory_bandwidth_tbs": "Memory bandwidth (TB/s)",
     "dense_int8_tops": "Dense INT8 (TOPS)",
+    "dense_fp4_tflops": "Dense FP4 (TFLOPS)",
     "tdp_w": "TDP (W)",
     "intra_node_interconnect_gbs": "Intra-node interconnect (GB/s)",
     "node_count": "Node count",

@@ -268,6 +268,7 @@ class AcceleratorModel(VersionedModel):
         "dense_bf16_tflops",
         "dense_fp8_tflops",
         "dense_int8_tops",
+        "dense_fp4_tflops",
         "memory_gb",
         "memory_bandwidth_tbs",
         "tdp_w",
@@ -294,6 +295,14 @@ class AcceleratorModel(VersionedModel):
         blank=True,
         validators=[MinValueValidator(0.001)],
         help_text="Dense INT8 tensor peak; blank when the card has no INT8 tensor path.",
+    )
+    dense_fp4_tflops = models.FloatField(
+        "dense FP4 TFLOPS",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.001)],
+        help_text="Dense FP4 (NVFP4/MXFP4) tensor peak, without sparsity; blank when the card "
+        "has no FP4 tensor cores (before Blackwell).",
     )
     memory_gb = models.FloatField(validators=[MinValueValidator(0.001)])
     memory_bandwidth_tbs = models.FloatField(

@@ -23,6 +23,7 @@ FIELD_LIMITS: dict[str, dict[str, str]] = {
         "dense_bf16_tflops": "card_tflops",
         "dense_fp8_tflops": "card_tflops",
         "dense_int8_tops": "card_tflops",
+        "dense_fp4_tflops": "card_tflops",
         "memory_gb": "memory_gb",
         "memory_bandwidth_tbs": "memory_bandwidth_tbs",
         "tdp_w": "tdp_w",

@@ -17,6 +17,7 @@ import math
 import pandas as pd
 
 from engine.inference import InferenceWorkload, evaluate_inference
+from engine.inference.engines import DEFAULT_ENGINE, ENGINES
 from engine.inference.sizing import choose
 from engine.limits import EngineInputError
 from inventory.models import AcceleratorModel
@@ -29,6 +30,7 @@ CARD_FIELDS = (
     "dense_bf16_tflops",
     "dense_fp8_tflops",
     "dense_int8_tops",
+    "dense_fp4_tflops",
     "tdp_w",
     "rental_price_per_card_hour",
     "list_price",
@@ -50,6 +52,7 @@ WORKLOAD_FIELDS = (
     "tpot_p95_ms",
     "tariff_per_kwh",
     "price_per_card_hour",
+    "engine",
 )
 
 # engine field -> API field
@@ -134,14 +137,27 @@ def estimate_inference(data: dict) -> dict:
     return {
         **options[0],
         "options": options,
+        "engine": workload.engine,
+        "engine_label": workload.preset.label,
         "model": model.name,
         "model_params": model.params,
         "output_tokens": workload.output_tokens,
         "shape": model.shape,
         "shape_source": model.shape_source,
         "settings": {key: workload.setting(key) for key in workload.provenance()},
-        "provenance": {**workload.provenance(), **model.provenance, **price_provenance(data)},
+        "provenance": {
+            **engine_provenance(workload, data),
+            **model.provenance,
+            **price_provenance(data),
+        },
     }
+
+
+def engine_provenance(workload: InferenceWorkload, data: dict) -> dict[str, str]:
+    """Where each setting came from ("default": the engine's preset for its efficiencies and
+    memory share, the defaults table for the rest), and the engine."""
+    engine = "entered" if data.get("engine") else f"default ({ENGINES[DEFAULT_ENGINE].label})"
+    return {**workload.provenance(), "engine": engine}
 
 
 def price_provenance(data: dict) -> dict[str, str]:

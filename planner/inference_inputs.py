@@ -13,7 +13,8 @@ from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
 from core.strict import UNKNOWN_FIELD, StrictFieldsMixin
-from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
+from engine.inference.engines import DEFAULT_ENGINE, ENGINES
+from engine.inference.memory import KV_PRECISIONS, SERVING_WEIGHT_PRECISIONS
 from engine.limits import EngineInputError
 from engine.memory import MLP_KINDS
 from engine.model_catalog import find_model
@@ -25,6 +26,7 @@ from planner.inference_model import model_input_errors
 MAX_ACCELERATORS = 50  # card models compared in one estimate
 MAX_MODEL_NAME = 100  # longer than any catalog name or alias
 RENAMED_FIELDS = {"hidden": "hidden_size"}  # old name -> the name the estimate takes now
+ENGINE_CHOICES = ", ".join(ENGINES)
 TARGET_FIELDS = ("requests_per_s", "tokens_per_s", "cards")
 SETTING_FIELDS = (
     "bandwidth_efficiency",
@@ -89,8 +91,23 @@ class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer
         validators=[iso_4217_code],
         help_text="ISO 4217 code of price_per_card_hour and tariff_per_kwh.",
     )
-    weight_precision = serializers.ChoiceField(choices=list(WEIGHT_PRECISIONS), default="bf16")
+    weight_precision = serializers.ChoiceField(
+        choices=list(SERVING_WEIGHT_PRECISIONS),
+        default="bf16",
+        help_text="nvfp4 and mxfp4 need FP4 tensor cores (the card's dense_fp4_tflops).",
+    )
     kv_precision = serializers.ChoiceField(choices=list(KV_PRECISIONS), default="bf16")
+    engine = serializers.ChoiceField(
+        choices=list(ENGINES),
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        error_messages={
+            "invalid_choice": f'"{{input}}" is not a serving engine: one of {ENGINE_CHOICES}.'
+        },
+        help_text=f"The serving engine whose efficiencies the estimate uses: one of "
+        f"{ENGINE_CHOICES}; none: {DEFAULT_ENGINE} (docs/inference.md).",
+    )
     accelerator = AcceleratorsField(required=False)
     input_tokens = bounded_int("seq_len", help_text="Prompt tokens per request.")
     output_tokens = bounded_int("seq_len", help_text="Generated tokens per request.")
@@ -129,6 +146,10 @@ class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer
             return find_model(value).name
         except EngineInputError as exc:
             raise serializers.ValidationError(exc.errors["model"]) from exc
+
+    def validate_engine(self, value: str | None) -> str | None:
+        """Blank is none (the default engine), as the page sends an unpicked choice."""
+        return value or None
 
     def validate_currency(self, value: str | None) -> str | None:
         return value.upper() if value else None

@@ -22,6 +22,7 @@ from planner.models import InferencePlan
 # The export: one row per card model compared, units in the column names.
 OPTION_COLUMNS: tuple[str, ...] = (
     "accelerator",
+    "engine",
     "feasible",
     "reason",
     "cheapest",

@@ -11,6 +11,7 @@ modules
     engines     the serving engines' presets (TensorRT-LLM, vLLM, SGLang, PyTorch) and the
                 constants they share, fitted on published figures
     precision   weight and KV formats (bf16 … int4 weight-only, FP8, NVFP4/MXFP4)
+    moe_serving  a mixture of experts: memory for every expert, the experts a step reads
     band        the calibrated band around tokens/s, TPOT and TTFT
     track_record  published serving figures through the model (engine/data/track_record.json)
     queueing    p95 TTFT and TPOT from the queueing of requests

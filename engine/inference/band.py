@@ -1,51 +1,46 @@
 """The honest band around a serving estimate, from the model's own track record.
 
 On every calibration row of engine/data/published_serving_runs.json the model's figure is
-divided by the published one (r = modeled / published). Per kind of figure (tokens/s, TPOT,
-TTFT) and per engine family (the serving engines, whose figures are end to end under load; the
-PyTorch loops, timed kernel by kernel), the 10th and 90th percentile of ln r say how far off
-the model usually is. Those residuals are in-sample: the constants were fitted on the same
-rows, which makes them look smaller than they are on a new case. They are therefore widened by
-sqrt(n / (n − k)), n calibration rows and k fitted constants (engines.FITTED_CONSTANTS), the
-correction a residual spread gets for the parameters fitted to it. A published figure then lies
-between modeled / r_high and modeled / r_low; the held-out rows, never used to fit, test that
-(engine/data/track_record.json, "serving": band coverage by role).
+compared with the published one: the score is |ln(modeled / published)|. Per regime (tokens/s,
+TPOT and other decode times, TTFT and other prefill times) the band's half-width in log space
+is a split-conformal quantile of those scores (Vovk et al. 2005; Angelopoulos & Bates 2021):
+the ceil((n + 1)(1 − α))-th smallest of the regime's n scores, α = 0.2, which holds a new
+exchangeable score with probability at least 1 − α whatever their distribution.
 
-RATIO_QUANTILES is the committed result of engine.inference.track_record.band_quantiles on the
+The calibration rows are not exchangeable with new ones: the engines' k constants were fitted
+on them, so their residuals are smaller than a new case's. For a least-squares fit with k
+constants on n rows the mean leverage is k / n: an in-sample residual has variance σ²(1 − k/n)
+and a new case's error σ²(1 + k/n). The quantile is therefore widened by
+sqrt((n + k) / (n − k)) (n all calibration rows, k = engines.FITTED_CONSTANTS). A published
+figure then lies between modeled / factor and modeled × factor. The held-out rows, never used
+to fit the constants or to make the band, test it (engine/data/track_record.json, "serving").
+
+RATIO_FACTORS is the committed result of engine.inference.track_record.band_factors on the
 calibration rows; tests/engine/inference/test_serving_track_record.py recomputes it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 Group = Literal["throughput", "tpot", "ttft"]
-Family = Literal["serving", "pytorch"]
 GROUPS: tuple[Group, ...] = ("throughput", "tpot", "ttft")
-FAMILIES: tuple[Family, ...] = ("serving", "pytorch")
-ENGINE_FAMILY: dict[str, Family] = {
-    "tensorrt-llm": "serving",
-    "vllm": "serving",
-    "sglang": "serving",
-    "plain-pytorch": "pytorch",
-    "pytorch-compiled": "pytorch",
-}
-LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
+MISS_RATE = 0.2  # α: the band misses a new figure at most 1 time in 5 (nominal 80 %)
 
-# (low, high) ratio of modeled / published per (group, family), rounded to 3 places.
-RATIO_QUANTILES: dict[tuple[Group, Family], tuple[float, float]] = {
-    ("throughput", "serving"): (0.87, 1.157),
-    ("tpot", "serving"): (0.972, 1.073),
-    ("ttft", "serving"): (0.976, 1.167),
-    ("throughput", "pytorch"): (0.914, 1.01),
-    ("tpot", "pytorch"): (0.931, 1.039),
-    ("ttft", "pytorch"): (0.951, 1.066),
+# Per regime: the published figure lies within modeled ÷ factor .. modeled × factor
+# (3 places; band_factors on the 66 calibration rows, 26 fitted constants).
+RATIO_FACTORS: dict[Group, float] = {
+    "throughput": 1.184,
+    "tpot": 1.103,
+    "ttft": 1.134,
 }
 
-# Option column -> the group whose band it carries.
+# Option column -> the regime whose band it carries.
 BAND_COLUMNS: dict[str, Group] = {
     "capacity_tokens_per_s": "throughput",
     "replica_tokens_per_s": "throughput",
@@ -54,9 +49,23 @@ BAND_COLUMNS: dict[str, Group] = {
 }
 
 
+def conformal_quantile(scores: Sequence[float], miss_rate: float = MISS_RATE) -> float:
+    """The ceil((n + 1)(1 − α))-th smallest score; inf when n is too small for that rank."""
+    rank = math.ceil((len(scores) + 1) * (1.0 - miss_rate))
+    return math.inf if rank > len(scores) else sorted(scores)[rank - 1]
+
+
+def fitting_widening(rows: int, fitted_constants: int) -> float:
+    """sqrt((n + k) / (n − k)): a new case's error spread over an in-sample residual's."""
+    return math.sqrt((rows + fitted_constants) / (rows - fitted_constants))
+
+
 def band(
-    modeled: NDArray[np.float64], group: Group, engine: str
+    modeled: NDArray[np.float64], group: Group, engine: str = ""
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(low, high) where the true figure falls 8 times in 10, given the modeled one."""
-    r_low, r_high = RATIO_QUANTILES[(group, ENGINE_FAMILY[engine])]
-    return modeled / r_high, modeled / r_low
+    """(low, high) where the true figure falls 8 times in 10 (or more), given the modeled one.
+
+    The same for every engine: per engine there are too few calibration rows for a finite
+    conformal quantile (`engine` is kept for the callers)."""
+    factor = RATIO_FACTORS[group]
+    return modeled / factor, modeled * factor

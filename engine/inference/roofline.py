@@ -20,6 +20,12 @@ the step (chunked prefill), on a replica of tp cards (docs/inference.md, section
 - the p-norm joins memory and compute: the plain maximum (large p) is the textbook roofline;
   a finite p, fitted, charges the crossover where neither term alone sets the pace.
 
+Mixture of experts (docs/inference.md, "Mixture of experts"): the routed experts' weights are
+read as the step's tokens touch them, E·(1 − (1 − k/E)^tokens) experts per layer (engine.moe),
+and their products run on tokens·k/E rows per expert, at that smaller GEMM's efficiency;
+expert parallelism adds a dispatch and a combine all-to-all per MoE layer. A dense model has no
+routed terms (all zero), so its step is the one above.
+
 TPOT at steady state: chunked engines fold B · prompt/output prompt tokens into every step;
 the others pause the batch for each prefill, adding B · prefill / output tokens. TTFT: one
 prefill (fixed + all-reduce + p-norm of the weight read and the prompt's compute) plus a step.
@@ -61,6 +67,13 @@ class StepTerms:
     sharpness: float
     prompt_per_output: NDArray[np.float64]  # prompt tokens folded into each step per sequence
     chunked: NDArray[np.bool_]
+    # Mixture of experts (zero for a dense model): seconds to read one routed expert of every
+    # MoE layer, and the routed experts' FLOPs (at peak) per decoded and per prompt token.
+    expert_read_s: ArrayLike = 0.0
+    routed_decode_flop_s: ArrayLike = 0.0
+    routed_prefill_flop_s: ArrayLike = 0.0
+    experts: ArrayLike = 1.0  # routed experts per MoE layer (E)
+    experts_per_token: ArrayLike = 1.0  # top-k
 
 
 def gemm_efficiency(tokens: ArrayLike, best: ArrayLike, half_tokens: float) -> NDArray[np.float64]:
@@ -119,6 +132,58 @@ def allreduce_terms(
     return latency, per_token
 
 
+def experts_touched(terms: StepTerms, tokens: ArrayLike) -> NDArray[np.float64]:
+    """Distinct routed experts per layer a step over `tokens` tokens reads (uniform routing):
+    E·(1 − (1 − k/E)^tokens), k for one token, nearly E for many (engine.moe)."""
+    e, k = np.maximum(_f(terms.experts), 1.0), _f(terms.experts_per_token)
+    return e * (1.0 - (1.0 - k / e) ** np.maximum(_f(tokens), 0.0))
+
+
+def weight_read_seconds(terms: StepTerms, tokens: ArrayLike) -> NDArray[np.float64]:
+    """The weights a step over `tokens` tokens reads: all of a dense model's; an MoE's common
+    weights plus the routed experts its tokens touch."""
+    routed = _f(terms.expert_read_s) * experts_touched(terms, tokens)
+    return _f(terms.weights_s) + np.where(_f(tokens) > 0, routed, 0.0)
+
+
+def compute_seconds(terms: StepTerms, decoded: ArrayLike, prompt: ArrayLike) -> NDArray[np.float64]:
+    """Matrix and attention time of `decoded` + `prompt` tokens; an MoE's routed products
+    run on tokens·k/E rows per expert, so at a smaller GEMM's efficiency."""
+    b, p = _f(decoded), _f(prompt)
+    tokens = b + p
+    dense = (b * terms.decode_flop_s + p * terms.prefill_flop_s) / gemm_efficiency(
+        tokens, terms.gemm_efficiency, terms.half_tokens
+    )
+    rows = tokens * _f(terms.experts_per_token) / np.maximum(_f(terms.experts), 1.0)
+    routed_flop_s = b * _f(terms.routed_decode_flop_s) + p * _f(terms.routed_prefill_flop_s)
+    routed = routed_flop_s / gemm_efficiency(rows, terms.gemm_efficiency, terms.half_tokens)
+    return dense + routed
+
+
+def alltoall_terms(
+    moe_layers: ArrayLike,
+    ep: ArrayLike,
+    hidden: ArrayLike,
+    experts_per_token: ArrayLike,
+    link_gbs: ArrayLike,
+    latency_us: ArrayLike,
+    efficiency: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(latency s per step, s per token) of expert parallelism's all-to-alls; 0 at ep = 1.
+
+    Each MoE layer dispatches every token's activations to its top-k experts and combines
+    their outputs back (2 all-to-alls); the share (ep − 1)/ep bound for other cards crosses
+    NVLink one way (half the datasheet's both-ways figure)."""
+    e, count = _f(ep), 2.0 * _f(moe_layers)
+    multi = e > 1
+    latency = np.where(multi, count * _f(latency_us) * MICRO, 0.0)
+    one_way = _f(link_gbs) * GIGA / 2.0 * efficiency
+    moved = count * _f(hidden) * _f(experts_per_token) * ACTIVATION_BYTES * (e - 1.0) / e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_token = np.where(multi, moved / one_way, 0.0)
+    return latency, per_token
+
+
 def step_seconds(
     terms: StepTerms, batch: ArrayLike, prompt_tokens: ArrayLike | None = None
 ) -> NDArray[np.float64]:
@@ -127,9 +192,8 @@ def step_seconds(
     p = np.zeros_like(b) if prompt_tokens is None else _f(prompt_tokens)
     tokens = b + p
     kv = np.where(b > 0, np.maximum(b * terms.kv_s_per_sequence, terms.kv_floor_s), 0.0)
-    efficiency = gemm_efficiency(tokens, terms.gemm_efficiency, terms.half_tokens)
-    compute = (b * terms.decode_flop_s + p * terms.prefill_flop_s) / efficiency
-    memory = terms.weights_s + kv
+    compute = compute_seconds(terms, b, p)
+    memory = weight_read_seconds(terms, tokens) + kv
     return (
         terms.fixed_s
         + terms.allreduce_s_per_token * tokens
@@ -140,12 +204,11 @@ def step_seconds(
 def prefill_seconds(terms: StepTerms, prompt_tokens: ArrayLike) -> NDArray[np.float64]:
     """One forward pass over `prompt_tokens` tokens (a request's prompt, or a batch of them)."""
     m = _f(prompt_tokens)
-    efficiency = gemm_efficiency(m, terms.gemm_efficiency, terms.half_tokens)
-    compute = m * terms.prefill_flop_s / efficiency
+    compute = compute_seconds(terms, np.zeros_like(m), m)
     return (
         terms.fixed_s
         + terms.allreduce_s_per_token * m
-        + join(terms.weights_s, compute, terms.sharpness)
+        + join(weight_read_seconds(terms, m), compute, terms.sharpness)
     )
 
 

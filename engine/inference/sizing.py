@@ -5,7 +5,8 @@ TTFT/TPOT bounds, the throughput of one replica at that batch, then replicas (an
 the target, or the throughput the given cards deliver; energy and cost per million tokens.
 `choose` keeps the best degree per card model and marks the cheapest and the Pareto front
 (cost per million tokens vs time per output token). Formulas: memory.py, roofline.py, energy.py;
-the serving engine's efficiencies: engines.py; the band around TTFT, TPOT and tokens/s: band.py.
+the serving engine's efficiencies: engines.py; the band around TTFT, TPOT and tokens/s: band.py;
+a mixture-of-experts model (``moe``): moe_serving.py.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import numpy as np
 import pandas as pd
 
 from engine.capacity import pareto_front
-from engine.inference import band, energy, engines, queueing, roofline
+from engine.inference import band, energy, engines, moe_serving, queueing, roofline
 from engine.inference import memory as mem
 from engine.inference.defaults import INFERENCE_DEFAULTS, serving_default
 from engine.inference.engines import DEFAULT_ENGINE, ENGINES, EnginePreset
 from engine.inference.memory import AttentionShape
 from engine.inference.precision import FP4_COLUMN, KV_BYTES, WEIGHT_FORMATS
 from engine.limits import EngineInputError, check_grid, limit, range_error
+from engine.moe import MoeShape, kv_values_per_token
 
 # Workload attribute -> its limit in engine.limits.LIMITS.
 INFERENCE_WORKLOAD_LIMITS = {
@@ -66,7 +68,13 @@ OVERRIDE_LIMITS = {
 
 @dataclass(frozen=True)
 class InferenceWorkload:
-    """What to serve and how fast; a target (requests_per_s or tokens_per_s) or cards."""
+    """What to serve and how fast; a target (requests_per_s or tokens_per_s) or cards.
+
+    A mixture of experts gives `moe` (its shape; `params` is then its total) instead of
+    `shape`; `expert_parallel` spreads its experts whole over the replica's cards rather
+    than splitting every expert by tensor parallelism; `attention_data_parallel` (with expert
+    parallelism) gives each card whole attention for its share of the sequences, the MoE
+    layers then trading tokens by all-to-all instead of all-reducing (moe_serving.py)."""
 
     params: float
     input_tokens: int
@@ -88,6 +96,9 @@ class InferenceWorkload:
     price_per_card_hour: float | None = None
     overrides: dict[str, float] = field(default_factory=dict)
     engine: str = DEFAULT_ENGINE
+    moe: MoeShape | None = None
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
 
     def __post_init__(self) -> None:
         if errors := workload_errors(self):
@@ -95,6 +106,8 @@ class InferenceWorkload:
 
     @property
     def attention(self) -> AttentionShape:
+        if self.moe is not None:
+            return moe_serving.attention_shape(self.moe)
         return self.shape or AttentionShape.infer(self.params)
 
     @property
@@ -144,6 +157,15 @@ def workload_errors(w: InferenceWorkload) -> dict[str, str]:
         for key, name in SHAPE_LIMITS.items():
             if msg := range_error(name, getattr(w.shape, key)):
                 errors[key] = msg
+    if w.moe is not None:
+        if w.shape is not None:
+            errors["shape"] = "Give either shape (a dense model) or moe, not both."
+        errors.update(moe_serving.moe_errors(w.moe, w.params))
+        if w.attention_data_parallel and not w.expert_parallel:
+            errors["attention_data_parallel"] = "Only with expert_parallel."
+    elif w.expert_parallel or w.attention_data_parallel:
+        key = "expert_parallel" if w.expert_parallel else "attention_data_parallel"
+        errors[key] = "Only for a mixture-of-experts model (moe)."
     if w.weight_precision not in WEIGHT_FORMATS:
         errors["weight_precision"] = f"One of {', '.join(WEIGHT_FORMATS)}."
     if w.kv_precision not in KV_BYTES:
@@ -242,16 +264,31 @@ def memory_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     shape, tp = w.attention, frame["tp"].to_numpy()
     kv_bytes = KV_BYTES[w.kv_precision]
     frame["engine"] = w.engine
-    frame["kv_bytes_per_token"] = float(
-        mem.kv_bytes_per_token(shape.layers, shape.kv_heads, shape.head_dim, kv_bytes)
-    )
-    frame["kv_bytes_per_token_per_card"] = mem.kv_bytes_per_token_per_card(
-        shape.layers, shape.kv_heads, shape.head_dim, kv_bytes, tp
-    )
+    if w.moe is not None:
+        frame["kv_bytes_per_token"] = kv_values_per_token(w.moe) * kv_bytes
+        per_card = [
+            moe_serving.kv_values_per_token_per_card(w.moe, t, w.attention_data_parallel)
+            for t in tp
+        ]
+        frame["kv_bytes_per_token_per_card"] = np.asarray(per_card, np.float64) * kv_bytes
+    else:
+        frame["kv_bytes_per_token"] = float(
+            mem.kv_bytes_per_token(shape.layers, shape.kv_heads, shape.head_dim, kv_bytes)
+        )
+        frame["kv_bytes_per_token_per_card"] = mem.kv_bytes_per_token_per_card(
+            shape.layers, shape.kv_heads, shape.head_dim, kv_bytes, tp
+        )
     weight_bytes = WEIGHT_FORMATS[w.weight_precision].bytes_per_value
-    frame["weight_gb_per_card"] = (
-        mem.weight_bytes_per_card(w.params, weight_bytes, tp) / mem.BYTES_PER_GB
-    )
+    if w.moe is not None:  # every expert's weights are held, not only the active ones
+        per_card = [
+            moe_serving.weight_params_per_card(w.moe, t, w.attention_data_parallel) for t in tp
+        ]
+        weight_params = np.asarray(per_card, np.float64) * weight_bytes
+        frame["weight_gb_per_card"] = weight_params / mem.BYTES_PER_GB
+    else:
+        frame["weight_gb_per_card"] = (
+            mem.weight_bytes_per_card(w.params, weight_bytes, tp) / mem.BYTES_PER_GB
+        )
     activations = mem.prefill_activation_bytes(w.setting("prefill_chunk_tokens"), shape.hidden, tp)
     frame["max_batch"] = mem.max_batch(
         frame["memory_gb"].astype(float).to_numpy(),
@@ -285,32 +322,43 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         * roofline.TERA
         * w.setting("bandwidth_efficiency")
     )
-    streamed = shape.streamed_params(w.params)
-    weights = streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value / tp
+    streamed, routed = streamed_params(w)
+    weight_bytes = WEIGHT_FORMATS[w.weight_precision].bytes_per_value
+    # Attention data parallel: every card reads the common weights whole.
+    weights = streamed * weight_bytes / np.where(w.attention_data_parallel, 1.0, tp)
     # A sequence's KV read per step averages its length over the decode: input + output / 2.
     context = w.input_tokens + w.output_tokens / 2.0
     kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * context
     split = engines.SHARED.split_tokens if preset.flash_decoding else np.inf
-    kv_heads_per_card = np.maximum(shape.kv_heads / tp, 1.0)
+    # MLA's latent is one unit per card (no KV heads to split the attention kernel over).
+    kv_heads = 1.0 if w.moe is not None and w.moe.attention == "mla" else shape.kv_heads
+    kv_heads_per_card = np.maximum(kv_heads / (1.0 if w.attention_data_parallel else tp), 1.0)
     flops = tp * peak * roofline.TERA
-    attention = float(shape.layers * shape.heads * shape.head_dim)
+    attention, prefill_attention = attention_widths(w)
     link = _column(frame, "intra_node_interconnect_gbs")
     link = np.where(np.isfinite(link) & (link > 0), link, DEFAULT_LINK_GBS)
-    ar_latency, ar_per_token = roofline.allreduce_terms(
-        shape.layers, tp, shape.hidden, link, preset.allreduce_latency_us,
-        engines.SHARED.allreduce_efficiency,
-    )  # fmt: skip
+    ar_latency, ar_per_token = collective_terms(w, tp, link)
+    # An expert's products are as narrow as its FFN on one card (split by tp unless expert
+    # parallel): the width law of the dense products, applied to that width.
+    routed_flops = 2.0 * routed * experts_per_token(w) / expert_width_factor(w, tp)
     overhead = (shape.layers * preset.layer_overhead_us + preset.step_overhead_us) * roofline.MICRO
     n = len(frame)
     return roofline.StepTerms(
         fixed_s=overhead + ar_latency,
         weights_s=weights / (bandwidth * stream),
+        expert_read_s=routed * weight_bytes / tp / (bandwidth * stream),
+        routed_decode_flop_s=routed_flops / flops,
+        routed_prefill_flop_s=routed_flops / flops,
+        experts=np.full(n, float(w.moe.experts if w.moe is not None else 1)),
+        experts_per_token=np.full(n, experts_per_token(w)),
         kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency),
         kv_floor_s=roofline.attention_floor_seconds(
             kv_read, kv_heads_per_card, context, split, engines.SHARED.attention_unit_gbs
         ),
         decode_flop_s=(2.0 * streamed + 4.0 * attention * context) / flops,
-        prefill_flop_s=(2.0 * streamed + 2.0 * attention * w.input_tokens) / flops,
+        prefill_flop_s=(2.0 * streamed + 2.0 * prefill_attention * w.input_tokens)
+        * prompt_ranks(w, tp)
+        / flops,
         allreduce_s_per_token=ar_per_token,
         gemm_efficiency=w.setting("compute_efficiency")
         * float(roofline.width_factor(shape.hidden, engines.SHARED.gemm_half_hidden))
@@ -320,6 +368,73 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         prompt_per_output=np.full(n, w.input_tokens / w.output_tokens),
         chunked=np.full(n, preset.chunked_prefill),
     )
+
+
+def streamed_params(w: InferenceWorkload) -> tuple[float, float]:
+    """(weights every step reads, one routed expert of every MoE layer): a dense model's
+    matrix weights and 0; an MoE's common weights and its experts' (moe_serving.py)."""
+    if w.moe is None:
+        return w.attention.streamed_params(w.params), 0.0
+    return moe_serving.common_params_read(w.moe), moe_serving.routed_params_per_expert(w.moe)
+
+
+def experts_per_token(w: InferenceWorkload) -> float:
+    return float(w.moe.experts_per_token) if w.moe is not None else 1.0
+
+
+def prompt_ranks(w: InferenceWorkload, tp: np.ndarray) -> np.ndarray:
+    """How many cards' compute a prompt's common products (attention, dense and shared
+    FFNs) take: 1 on tensor-parallel attention; tp under attention data parallel, where one
+    card prefills the prompt and the others wait for it at the next all-to-all."""
+    ranks: np.ndarray = np.where(w.attention_data_parallel, tp.astype(float), 1.0)
+    return ranks
+
+
+def expert_width_factor(w: InferenceWorkload, tp: np.ndarray) -> np.ndarray:
+    """Share of the peak an expert's products reach for their width on one card, relative
+    to the model width's already in the GEMM efficiency: w_e/(w_e + h½) ÷ h/(h + h½), at most
+    1 (an expert narrower than the model on a card loses; a wider one gains nothing, as the
+    dense products' efficiency is set by the model width alone)."""
+    if w.moe is None:
+        return np.ones(len(tp))
+    half = engines.SHARED.gemm_half_hidden
+    width = w.moe.expert_ffn / (1.0 if w.expert_parallel else tp.astype(float))
+    factor: np.ndarray = np.minimum(
+        roofline.width_factor(width, half) / roofline.width_factor(w.moe.hidden_size, half), 1.0
+    )
+    return factor
+
+
+def attention_widths(w: InferenceWorkload) -> tuple[float, float]:
+    """Attention's FLOP width per layer × layers, decoding and prefilling (roofline.py)."""
+    shape = w.attention
+    if w.moe is None:
+        width = float(shape.layers * shape.heads * shape.head_dim)
+        return width, width
+    layers = w.moe.layers
+    return (
+        layers * moe_serving.attention_width(w.moe, decode=True),
+        layers * moe_serving.attention_width(w.moe, decode=False),
+    )
+
+
+def collective_terms(
+    w: InferenceWorkload, tp: np.ndarray, link: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(latency s per step, s per token) of the replica's collectives: 2 all-reduces per
+    layer (tensor-parallel attention, whether the experts are split or spread: the MoE output
+    is all-reduced); attention data parallel, none, and 2 all-to-alls per MoE layer, each card
+    sending its 1/tp of the tokens."""
+    shape, preset, efficiency = w.attention, w.preset, engines.SHARED.allreduce_efficiency
+    if w.moe is None or not w.attention_data_parallel:
+        return roofline.allreduce_terms(
+            shape.layers, tp, shape.hidden, link, preset.allreduce_latency_us, efficiency
+        )
+    latency, per_token = roofline.alltoall_terms(
+        w.moe.moe_layer_count, tp, shape.hidden, w.moe.experts_per_token, link,
+        preset.allreduce_latency_us, efficiency,
+    )  # fmt: skip
+    return latency, per_token / tp
 
 
 # StepTerms field -> the option column that stores it (the curve rebuilds the terms from them).
@@ -334,6 +449,11 @@ STEP_COLUMNS = {
     "gemm_efficiency": "step_gemm_efficiency",
     "prompt_per_output": "step_prompt_per_output",
     "chunked": "step_chunked",
+    "expert_read_s": "step_expert_read_s",
+    "routed_decode_flop_s": "step_routed_decode_flop_s",
+    "routed_prefill_flop_s": "step_routed_prefill_flop_s",
+    "experts": "step_experts",
+    "experts_per_token": "step_experts_per_token",
 }
 
 
@@ -341,7 +461,9 @@ def store_terms(frame: pd.DataFrame, terms: roofline.StepTerms) -> None:
     for name, column in STEP_COLUMNS.items():
         frame[column] = getattr(terms, name)
     # Compute time of one decoded token at the best efficiency (the roofline's slope).
-    frame["step_compute_s"] = terms.decode_flop_s / terms.gemm_efficiency
+    frame["step_compute_s"] = (
+        terms.decode_flop_s + np.asarray(terms.routed_decode_flop_s)
+    ) / terms.gemm_efficiency
 
 
 def terms_from_columns(options: pd.DataFrame) -> roofline.StepTerms:
@@ -361,12 +483,14 @@ def batch_cap(frame: pd.DataFrame, w: InferenceWorkload) -> np.ndarray:
     """Sequences a step may hold: memory, the engine's cap, its token budget per step (chunked
     engines fold B · prompt / output prompt tokens into each step) and the entered cap."""
     preset = w.preset
-    cap = np.minimum(frame["max_batch"].to_numpy().astype(float), float(preset.max_batch))
+    # Attention data parallel: each card schedules its own sequences, the caps are per card.
+    ranks = frame["tp"].to_numpy().astype(float) if w.attention_data_parallel else 1.0
+    cap = np.minimum(frame["max_batch"].to_numpy().astype(float), preset.max_batch * ranks)
     if preset.chunked_prefill:
         per_sequence = 1.0 + w.input_tokens / w.output_tokens
         # At least one: a prompt longer than the budget is split over several steps.
         budget = max(np.floor(w.setting("prefill_chunk_tokens") / per_sequence), 1.0)
-        cap = np.minimum(cap, budget)
+        cap = np.minimum(cap, budget * ranks)
     if w.batch is not None:  # a fixed number of concurrent sequences per replica, at most
         cap = np.minimum(cap, float(w.batch))
     return np.where(lacks_fp4(frame, w), 0.0, np.maximum(cap, 0.0))
@@ -407,17 +531,21 @@ def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     frame["decode_step_ms"] = step * 1e3
     frame["ttft_ms"] = (prefill_s + step) * 1e3
     frame["tpot_ms"] = tpot * 1e3
-    memory = terms.weights_s + np.maximum(batch * terms.kv_s_per_sequence, terms.kv_floor_s)
-    tokens = batch * (1.0 + np.where(terms.chunked, terms.prompt_per_output, 0.0))
-    efficiency = roofline.gemm_efficiency(tokens, terms.gemm_efficiency, terms.half_tokens)
-    compute = (
-        batch * terms.decode_flop_s
-        + np.where(terms.chunked, batch * terms.prompt_per_output, 0.0) * terms.prefill_flop_s
-    ) / efficiency
+    prompt = np.where(terms.chunked, batch * terms.prompt_per_output, 0.0)
+    tokens = batch + prompt
+    memory = roofline.weight_read_seconds(terms, tokens) + np.maximum(
+        batch * terms.kv_s_per_sequence, terms.kv_floor_s
+    )
+    compute = roofline.compute_seconds(terms, batch, prompt)
     frame["decode_bound"] = np.where(memory >= compute, "memory", "compute")
-    streamed = w.attention.streamed_params(w.params)
-    weight_bytes = streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value
+    streamed, routed = streamed_params(w)
+    read = streamed + routed * roofline.experts_touched(terms, tokens)
+    weight_bytes = read * WEIGHT_FORMATS[w.weight_precision].bytes_per_value
     weights = weight_bytes / frame["tp"].to_numpy()
+    if w.attention_data_parallel:  # the common weights are read whole on every card
+        weights = weights + streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value * (
+            1.0 - 1.0 / frame["tp"].to_numpy()
+        )
     kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * (
         w.input_tokens + w.output_tokens / 2.0
     )

@@ -57,10 +57,10 @@ ERROR_MEANING = (
     "optimistic (faster than published); for times (ms) positive means pessimistic (slower)"
 )
 BAND_MEANING = (
-    "inside the band: the published figure lies between the modeled one divided by the high "
-    "and by the low ratio of modeled ÷ published: the 10th and 90th percentile over the "
-    "calibration rows of the same kind of figure and engine family, widened for the fitted "
-    "constants (band.py)"
+    "inside the band: the published figure lies between the modeled one divided and multiplied "
+    "by its regime's factor (tokens/s, TPOT, TTFT): a split-conformal 80 % quantile of "
+    "|ln(modeled ÷ published)| over the calibration rows, widened for the constants fitted on "
+    "them (band.py)"
 )
 
 
@@ -101,7 +101,7 @@ class ServingRecord(TypedDict):
     runs_file: str
     error: str
     band: str
-    band_quantiles: dict[str, list[float]]  # "group family" -> [low, high]
+    band_factors: dict[str, float]  # regime -> the published figure within modeled ×/÷ it
     rows: list[ServingRow]
     summary: dict[str, ServingStats]
 
@@ -211,9 +211,7 @@ def model_run(run: Mapping[str, Any], document: Mapping[str, Any] | None = None)
     if served and not bool(option["feasible"].iloc[0]):
         return {**row, "reason": f"the model finds it infeasible: {option['reason'].iloc[0]}"}
     modeled = modeled_figure(run, option)
-    low, high = band.band(
-        np.array([modeled]), METRICS[run["published"]["metric"]][1], str(run["engine"])
-    )
+    low, high = band.band(np.array([modeled]), METRICS[run["published"]["metric"]][1])
     published = float(run["published"]["value"])
     modeled_r, low_r, high_r = _significant(modeled), _significant(low[0]), _significant(high[0])
     return {
@@ -263,25 +261,16 @@ def ratio(row: ServingRow) -> float:
     return float(cast(float, row["modeled"])) / row["published"]
 
 
-def band_quantiles(rows: Sequence[ServingRow]) -> dict[tuple[str, str], tuple[float, float]]:
-    """(low, high) ratio of modeled ÷ published per (band group, engine family): the 10th and
-    90th percentile of ln(ratio) over the given calibration rows, widened by sqrt(n / (n − k))
-    for the k constants fitted on them (band.py)."""
+def band_factors(rows: Sequence[ServingRow]) -> dict[band.Group, float]:
+    """Per regime, the factor the published figure lies within (band.py): the split-conformal
+    quantile of |ln(modeled ÷ published)| over the given calibration rows of that regime,
+    widened by sqrt((n + k) / (n − k)) for the k constants fitted on all n of them."""
     modeled = [r for r in rows if r["modeled"] is not None]
-    widen = math.sqrt(len(modeled) / (len(modeled) - engines.FITTED_CONSTANTS))
-    result: dict[tuple[str, str], tuple[float, float]] = {}
+    widen = band.fitting_widening(len(modeled), engines.FITTED_CONSTANTS)
+    result: dict[band.Group, float] = {}
     for group in band.GROUPS:
-        for family in band.FAMILIES:
-            logs = [
-                math.log(ratio(r))
-                for r in modeled
-                if METRICS[r["metric"]][1] == group and band.ENGINE_FAMILY[r["engine"]] == family
-            ]
-            low, high = np.quantile(logs, [band.LOW_QUANTILE, band.HIGH_QUANTILE])
-            result[(group, family)] = (
-                round(math.exp(float(low) * widen), 3),
-                round(math.exp(float(high) * widen), 3),
-            )
+        scores = [abs(math.log(ratio(r))) for r in modeled if METRICS[r["metric"]][1] == group]
+        result[group] = round(math.exp(band.conformal_quantile(scores) * widen), 3)
     return result
 
 
@@ -324,7 +313,7 @@ def compute_serving_record(runs: Sequence[Mapping[str, Any]] | None = None) -> S
         "runs_file": RUNS_FILE,
         "error": ERROR_MEANING,
         "band": BAND_MEANING,
-        "band_quantiles": {f"{g} {f}": list(v) for (g, f), v in band.RATIO_QUANTILES.items()},
+        "band_factors": {str(group): factor for group, factor in band.RATIO_FACTORS.items()},
         "rows": rows,
         "summary": summary_groups(rows),
     }

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST, require_safe
 from access.pages import role_required
 from access.roles import PLANNER, has_role
 from engine.inference.curve import latency_throughput_curve
+from engine.inference.engines import DEFAULT_ENGINE, ENGINES
 from engine.limits import EngineInputError
 from engine.model_catalog import SHAPE_FIELDS, find_model, load_catalog
 from engine.text import name_error
@@ -121,6 +122,14 @@ def catalog_choices() -> list[dict]:
             },
         }
         for model in load_catalog().models
+    ]
+
+
+def engine_choices() -> list[tuple[str, str]]:
+    """The engine picker's entries: (name, label), the default's label saying so."""
+    return [
+        (name, f"{preset.label} (default)" if name == DEFAULT_ENGINE else preset.label)
+        for name, preset in ENGINES.items()
     ]
 
 
@@ -244,6 +253,8 @@ def inference_planner(request: HttpRequest):
         "shape_fields": [(name, label, data.get(name, "")) for name, label in SHAPE_FORM_FIELDS],
         "models": catalog_choices(),
         "picked_model": picked_model(data),
+        "engines": engine_choices(),
+        "picked_engine": data.get("engine") or DEFAULT_ENGINE,
         "true_values": TRUE_VALUES,
         "catalog": AcceleratorModel.objects.order_by("vendor", "name"),
         "errors": errors,

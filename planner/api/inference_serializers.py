@@ -10,8 +10,22 @@ from core.strict import StrictFieldsMixin
 from core.text import validate_name
 
 
+def _band_end() -> serializers.FloatField:
+    return serializers.FloatField(
+        allow_null=True,
+        default=None,
+        help_text="An end of the band the true figure lies in 8 times in 10 or more "
+        "(null: a plan stored before the band was kept).",
+    )
+
+
 class InferenceOptionSerializer(serializers.Serializer):
     accelerator = serializers.CharField()
+    engine = serializers.CharField(
+        allow_null=True,
+        default=None,
+        help_text="The serving engine whose preset the estimate used (null: stored before).",
+    )
     feasible = serializers.BooleanField()
     reason = serializers.CharField()
     cards = serializers.IntegerField()
@@ -46,12 +60,22 @@ class InferenceOptionSerializer(serializers.Serializer):
     )
     pareto = serializers.BooleanField()
     cheapest = serializers.BooleanField()
+    # The calibrated band (band.py; docs/inference.md section 6).
+    capacity_tokens_per_s_low = _band_end()
+    capacity_tokens_per_s_high = _band_end()
+    replica_tokens_per_s_low = _band_end()
+    replica_tokens_per_s_high = _band_end()
+    tpot_ms_low = _band_end()
+    tpot_ms_high = _band_end()
+    ttft_ms_low = _band_end()
+    ttft_ms_high = _band_end()
 
 
 class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
     """The recommended option (cheapest feasible, else fewest cards) and every card model's best."""
 
     options = InferenceOptionSerializer(many=True)
+    engine_label = serializers.CharField(allow_null=True, default=None)
     model = serializers.CharField(allow_null=True, help_text="The model catalog's name, if any.")
     model_params = serializers.FloatField()
     shape = serializers.DictField(
@@ -93,6 +117,7 @@ class InferencePlanListSerializer(serializers.Serializer):
     name = serializers.CharField()
     owner = serializers.CharField(source="owner.username", default=None)
     accelerator = serializers.CharField(source="results.accelerator")
+    engine = serializers.CharField(source="results.engine", default=None, allow_null=True)
     feasible = serializers.BooleanField(source="results.feasible")
     cards = serializers.IntegerField(source="results.cards")
     tpot_ms = serializers.FloatField(source="results.tpot_ms", allow_null=True)

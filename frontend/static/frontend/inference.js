@@ -1,6 +1,6 @@
 // Inference tab: the what-if panel (whatif.js) sends the recommended card model with the
 // slider values (traffic, context length) to the inference estimate and shows cards, TPOT,
-// tokens/s and cost per million tokens in its currency.
+// tokens/s and cost per million tokens in its currency, with the serving engine it used.
 (function () {
   const panel = document.querySelector("form[data-inference-whatif]");
   const dataNode = document.getElementById("inference-whatif-data");
@@ -32,7 +32,8 @@
     out("tokens_per_s").textContent = number(0).format(result.tokens_per_s);
     out("cost").textContent = result.cost_per_million_tokens === null ? "—" :
       number(3).format(result.cost_per_million_tokens) + " " + result.currency + " / M tokens";
-    note.textContent = "What-if estimate on " + result.accelerator + ": batch " + result.batch +
+    note.textContent = "What-if estimate on " + result.accelerator + " with " +
+      result.engine_label + ": batch " + result.batch +
       " per replica, MBU " + number(2).format(result.mbu) + ".";
   }
 
