@@ -125,7 +125,8 @@ def loss(values: Constants, runs: list[dict]) -> float:
 def fit(sweeps: int = 3, step: float = 0.1) -> Constants:
     """Coordinate search: each constant up and down by `step` (in log), kept while it helps;
     the step shrinks by 0.6 a sweep. Shares stay in (0, 1]."""
-    runs = [r for r in serving.load_runs() if r["role"] == "calibration"]
+    # The dense calibration rows: the mixture-of-experts rows never fit the constants.
+    runs = [r for r in serving.load_runs() if r["role"] == "calibration" and not serving.is_moe(r)]
     values = current()
     best = loss(values, runs)
     for sweep in range(sweeps):

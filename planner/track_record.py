@@ -32,10 +32,16 @@ def _summary_row(group: str, stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Summary groups that are not an engine: the mixture-of-experts rows, apart from the dense.
+SERVING_GROUP_NAMES = {"moe": "Mixture of experts"}
+
+
 def _serving_label(group: str) -> str:
-    """ "plain-pytorch held_out" -> "plain-pytorch, held out"; "all" -> "All figures"."""
+    """ "plain-pytorch held_out" -> "plain-pytorch: held out"; "moe calibration" ->
+    "Mixture of experts: calibration"; "all" -> "All figures"."""
     engine, _, role = group.rpartition(" ")
     label = {"all": "All figures", "calibration": "Calibration", "held_out": "Held out"}[role]
+    engine = SERVING_GROUP_NAMES.get(engine, engine)
     return f"{engine}: {label.lower()}" if engine else label
 
 

@@ -1,7 +1,8 @@
 """The honest band around a serving estimate, from the model's own track record.
 
-On every calibration row of engine/data/published_serving_runs.json the model's figure is
-compared with the published one: the score is |ln(modeled / published)|. Per regime (tokens/s,
+On every dense calibration row of engine/data/published_serving_runs.json (the
+mixture-of-experts rows fit nothing: track_record.py) the model's figure is compared with the
+published one: the score is |ln(modeled / published)|. Per regime (tokens/s,
 TPOT and other decode times, TTFT and other prefill times) the band's half-width in log space
 is a split-conformal quantile of those scores (Vovk et al. 2005; Angelopoulos & Bates 2021):
 the ceil((n + 1)(1 − α))-th smallest of the regime's n scores, α = 0.2, which holds a new
@@ -33,7 +34,7 @@ GROUPS: tuple[Group, ...] = ("throughput", "tpot", "ttft")
 MISS_RATE = 0.2  # α: the band misses a new figure at most 1 time in 5 (nominal 80 %)
 
 # Per regime: the published figure lies within modeled ÷ factor .. modeled × factor
-# (3 places; band_factors on the 66 calibration rows, 26 fitted constants).
+# (3 places; band_factors on the 66 dense calibration rows, 26 fitted constants).
 RATIO_FACTORS: dict[Group, float] = {
     "throughput": 1.184,
     "tpot": 1.103,

@@ -4,15 +4,16 @@ For each option: weights and KV cache per card, the largest batch that fits and 
 TTFT/TPOT bounds, the throughput of one replica at that batch, then replicas (and cards) for
 the target, or the throughput the given cards deliver; energy and cost per million tokens.
 `choose` keeps the best degree per card model and marks the cheapest and the Pareto front
-(cost per million tokens vs time per output token). Formulas: memory.py, roofline.py, energy.py;
-the serving engine's efficiencies: engines.py; the band around TTFT, TPOT and tokens/s: band.py;
-a mixture-of-experts model (``moe``): moe_serving.py.
+(cost per million tokens vs time per output token). The input: workload.py; the step terms
+(weights, KV cache, compute, collectives, a mixture of experts' experts): step_terms.py;
+formulas: memory.py, roofline.py, energy.py; the serving engine's efficiencies: engines.py;
+the band around TTFT, TPOT and tokens/s: band.py; a mixture-of-experts model (``moe``):
+moe_serving.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -20,168 +21,11 @@ import pandas as pd
 from engine.capacity import pareto_front
 from engine.inference import band, energy, engines, moe_serving, queueing, roofline
 from engine.inference import memory as mem
-from engine.inference.defaults import INFERENCE_DEFAULTS, serving_default
-from engine.inference.engines import DEFAULT_ENGINE, ENGINES, EnginePreset
-from engine.inference.memory import AttentionShape
 from engine.inference.precision import FP4_COLUMN, KV_BYTES, WEIGHT_FORMATS
-from engine.limits import EngineInputError, check_grid, limit, range_error
-from engine.moe import MoeShape, kv_values_per_token
-
-# Workload attribute -> its limit in engine.limits.LIMITS.
-INFERENCE_WORKLOAD_LIMITS = {
-    "params": "model_params",
-    "input_tokens": "seq_len",
-    "output_tokens": "seq_len",
-    "context_tokens": "seq_len",
-    "requests_per_s": "requests_per_s",
-    "tokens_per_s": "serving_tokens_per_s",
-    "cards": "cards",
-    "tp": "tp_degree",
-    "batch": "micro_batch",
-    "ttft_ms": "latency_ms",
-    "tpot_ms": "latency_ms",
-    "ttft_p95_ms": "latency_ms",
-    "tpot_p95_ms": "latency_ms",
-    "tariff_per_kwh": "tariff_per_kwh",
-    "price_per_card_hour": "price_per_card_hour",
-}
-SHAPE_LIMITS = {
-    "layers": "layers",
-    "hidden": "hidden_size",
-    "heads": "attention_heads",
-    "kv_heads": "attention_heads",
-    "head_dim": "head_dim",
-}
-# Settings whose default is the serving engine's (engines.py), not the defaults table's.
-ENGINE_SETTINGS = ("bandwidth_efficiency", "compute_efficiency", "usable_memory_share")
-OVERRIDE_LIMITS = {
-    "bandwidth_efficiency": "share",
-    "compute_efficiency": "share",
-    "usable_memory_share": "share",
-    "power_share_of_tdp": "share",
-    "pue": "pue",
-    "amortization_years": "amortization_years",
-    "prefill_chunk_tokens": "seq_len",
-    "max_tp": "tp_degree",
-}
-
-
-@dataclass(frozen=True)
-class InferenceWorkload:
-    """What to serve and how fast; a target (requests_per_s or tokens_per_s) or cards.
-
-    A mixture of experts gives `moe` (its shape; `params` is then its total) instead of
-    `shape`; `expert_parallel` spreads its experts whole over the replica's cards rather
-    than splitting every expert by tensor parallelism; `attention_data_parallel` (with expert
-    parallelism) gives each card whole attention for its share of the sequences, the MoE
-    layers then trading tokens by all-to-all instead of all-reducing (moe_serving.py)."""
-
-    params: float
-    input_tokens: int
-    output_tokens: int
-    weight_precision: str = "bf16"
-    kv_precision: str = "bf16"
-    shape: AttentionShape | None = None
-    context_tokens: int | None = None
-    requests_per_s: float | None = None
-    tokens_per_s: float | None = None
-    cards: int | None = None
-    tp: int | None = None
-    batch: int | None = None
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    ttft_p95_ms: float | None = None
-    tpot_p95_ms: float | None = None
-    tariff_per_kwh: float | None = None
-    price_per_card_hour: float | None = None
-    overrides: dict[str, float] = field(default_factory=dict)
-    engine: str = DEFAULT_ENGINE
-    moe: MoeShape | None = None
-    expert_parallel: bool = False
-    attention_data_parallel: bool = False
-
-    def __post_init__(self) -> None:
-        if errors := workload_errors(self):
-            raise EngineInputError(errors)
-
-    @property
-    def attention(self) -> AttentionShape:
-        if self.moe is not None:
-            return moe_serving.attention_shape(self.moe)
-        return self.shape or AttentionShape.infer(self.params)
-
-    @property
-    def context(self) -> int:
-        return self.context_tokens or self.input_tokens + self.output_tokens
-
-    @property
-    def target_tokens_per_s(self) -> float | None:
-        """Output tokens per second asked for (requests/s × output tokens), None without one."""
-        if self.tokens_per_s is not None:
-            return float(self.tokens_per_s)
-        if self.requests_per_s is not None:
-            return float(self.requests_per_s) * self.output_tokens
-        return None
-
-    @property
-    def preset(self) -> EnginePreset:
-        return ENGINES[self.engine]
-
-    def setting(self, key: str) -> float:
-        """An entered value, else the engine's (efficiencies, memory share), else the table's."""
-        if key in self.overrides:
-            return float(self.overrides[key])
-        if key in ENGINE_SETTINGS:
-            return float(getattr(self.preset, key))
-        return serving_default(key)
-
-    def provenance(self) -> dict[str, str]:
-        """Where each default-able input came from: entered, or the documented default."""
-        given = dict.fromkeys(self.overrides, "entered")
-        return {key: given.get(key, "default") for key in INFERENCE_DEFAULTS}
-
-
-def workload_errors(w: InferenceWorkload) -> dict[str, str]:
-    """Field -> message for every input the model refuses (ranges from the one limits table)."""
-    errors = {
-        key: msg
-        for key, name in INFERENCE_WORKLOAD_LIMITS.items()
-        if (msg := range_error(name, getattr(w, key)))
-    }
-    for key, value in w.overrides.items():
-        if key not in OVERRIDE_LIMITS:
-            errors[key] = "Unknown setting."
-        elif msg := range_error(OVERRIDE_LIMITS[key], value):
-            errors[key] = msg
-    if w.shape is not None:
-        for key, name in SHAPE_LIMITS.items():
-            if msg := range_error(name, getattr(w.shape, key)):
-                errors[key] = msg
-    if w.moe is not None:
-        if w.shape is not None:
-            errors["shape"] = "Give either shape (a dense model) or moe, not both."
-        errors.update(moe_serving.moe_errors(w.moe, w.params))
-        if w.attention_data_parallel and not w.expert_parallel:
-            errors["attention_data_parallel"] = "Only with expert_parallel."
-    elif w.expert_parallel or w.attention_data_parallel:
-        key = "expert_parallel" if w.expert_parallel else "attention_data_parallel"
-        errors[key] = "Only for a mixture-of-experts model (moe)."
-    if w.weight_precision not in WEIGHT_FORMATS:
-        errors["weight_precision"] = f"One of {', '.join(WEIGHT_FORMATS)}."
-    if w.kv_precision not in KV_BYTES:
-        errors["kv_precision"] = f"One of {', '.join(KV_BYTES)}."
-    if w.engine not in ENGINES:
-        errors["engine"] = f"One of {', '.join(ENGINES)}."
-    targets = [w.requests_per_s, w.tokens_per_s, w.cards]
-    if sum(value is not None for value in targets) != 1:
-        errors["requests_per_s"] = "Give exactly one of requests_per_s, tokens_per_s or cards."
-    short = w.context_tokens is not None and w.context_tokens < w.input_tokens + w.output_tokens
-    if not errors and short:
-        errors["context_tokens"] = "Must be at least input_tokens + output_tokens."
-    if not errors and w.tp is not None and w.cards is not None and w.tp > w.cards:
-        errors["tp"] = "Must not exceed cards."
-    return errors
-
+from engine.inference.step_terms import option_column, step_terms, streamed_params
+from engine.inference.workload import InferenceWorkload as InferenceWorkload  # re-exported
+from engine.limits import EngineInputError, check_grid, limit
+from engine.moe import kv_values_per_token
 
 # --------------------------------------------------------------------------------------------
 # Evaluation
@@ -199,9 +43,6 @@ OPTIONAL_CARD_COLUMNS = (
 )
 # Option rows one evaluation may hold (~60 columns of 8 bytes: 200,000 rows ≈ 96 MB).
 MAX_OPTION_ROWS = 200_000
-# NVLink of an A100 (600 GB/s both ways) where the card data has no interconnect figure:
-# the slowest NVLink generation a tensor-parallel replica is built on, so never optimistic.
-DEFAULT_LINK_GBS = 600.0
 
 
 def tp_candidates(w: InferenceWorkload) -> np.ndarray:
@@ -227,36 +68,6 @@ def expand_options(cards: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
     frame = cards.loc[cards.index.repeat(len(degrees)), used].reset_index(drop=True)
     frame["tp"] = np.tile(degrees, len(cards))
     return frame
-
-
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    values: np.ndarray = frame[name].astype(float).to_numpy()
-    return values
-
-
-def compute_peak(frame: pd.DataFrame, precision: str) -> tuple[np.ndarray, np.ndarray]:
-    """Peak used by the matrix products: the weights' format where the card has its tensor
-    cores, else 16-bit (weight-only formats dequantise to bf16 before multiplying)."""
-    fmt = WEIGHT_FORMATS[precision]
-    bf16 = frame["dense_bf16_tflops"].astype(float).to_numpy()
-    if fmt.path == "weight_only" or not fmt.peak_column:
-        return bf16, np.full(len(frame), "bf16", dtype=object)
-    low = _column(frame, fmt.peak_column)
-    has = np.isfinite(low)
-    return np.where(has, low, bf16), np.where(has, precision, "bf16").astype(object)
-
-
-def weight_only(frame: pd.DataFrame, precision: str) -> np.ndarray:
-    """Whether the weights are dequantised in the kernel on each option's card."""
-    fmt = WEIGHT_FORMATS[precision]
-    if fmt.path == "weight_only":
-        return np.ones(len(frame), dtype=bool)
-    if not fmt.peak_column or fmt.needs_fp4_cores:
-        return np.zeros(len(frame), dtype=bool)
-    lacks: np.ndarray = ~np.isfinite(_column(frame, fmt.peak_column))
-    return lacks
 
 
 def memory_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
@@ -301,140 +112,6 @@ def memory_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
         share_of_free=w.preset.kv_memory == "share_of_free",
     )
     return frame
-
-
-def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
-    """The step-time model's coefficients of every option (roofline.py, engines.py)."""
-    shape, preset, tp = w.attention, w.preset, frame["tp"].to_numpy().astype(float)
-    peak, precision = compute_peak(frame, w.weight_precision)
-    frame["compute_precision"] = precision
-    # FP8/FP4 products keep only part of their 2x/4x peak.
-    narrow_share = engines.SHARED.narrow_format_compute
-    narrow = np.select(
-        [precision == "fp8", np.isin(precision, ("nvfp4", "mxfp4"))],
-        [narrow_share["fp8"], narrow_share["fp4"]],
-        1.0,
-    )
-    dequant = engines.SHARED.dequant_bandwidth.get(WEIGHT_FORMATS[w.weight_precision].dequant, 1.0)
-    stream = np.where(weight_only(frame, w.weight_precision), dequant, 1.0)
-    bandwidth = (
-        frame["memory_bandwidth_tbs"].astype(float).to_numpy()
-        * roofline.TERA
-        * w.setting("bandwidth_efficiency")
-    )
-    streamed, routed = streamed_params(w)
-    weight_bytes = WEIGHT_FORMATS[w.weight_precision].bytes_per_value
-    # Attention data parallel: every card reads the common weights whole.
-    weights = streamed * weight_bytes / np.where(w.attention_data_parallel, 1.0, tp)
-    # A sequence's KV read per step averages its length over the decode: input + output / 2.
-    context = w.input_tokens + w.output_tokens / 2.0
-    kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * context
-    split = engines.SHARED.split_tokens if preset.flash_decoding else np.inf
-    # MLA's latent is one unit per card (no KV heads to split the attention kernel over).
-    kv_heads = 1.0 if w.moe is not None and w.moe.attention == "mla" else shape.kv_heads
-    kv_heads_per_card = np.maximum(kv_heads / (1.0 if w.attention_data_parallel else tp), 1.0)
-    flops = tp * peak * roofline.TERA
-    attention, prefill_attention = attention_widths(w)
-    link = _column(frame, "intra_node_interconnect_gbs")
-    link = np.where(np.isfinite(link) & (link > 0), link, DEFAULT_LINK_GBS)
-    ar_latency, ar_per_token = collective_terms(w, tp, link)
-    # An expert's products are as narrow as its FFN on one card (split by tp unless expert
-    # parallel): the width law of the dense products, applied to that width.
-    routed_flops = 2.0 * routed * experts_per_token(w) / expert_width_factor(w, tp)
-    overhead = (shape.layers * preset.layer_overhead_us + preset.step_overhead_us) * roofline.MICRO
-    n = len(frame)
-    return roofline.StepTerms(
-        fixed_s=overhead + ar_latency,
-        weights_s=weights / (bandwidth * stream),
-        expert_read_s=routed * weight_bytes / tp / (bandwidth * stream),
-        routed_decode_flop_s=routed_flops / flops,
-        routed_prefill_flop_s=routed_flops / flops,
-        experts=np.full(n, float(w.moe.experts if w.moe is not None else 1)),
-        experts_per_token=np.full(n, experts_per_token(w)),
-        kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency),
-        kv_floor_s=roofline.attention_floor_seconds(
-            kv_read, kv_heads_per_card, context, split, engines.SHARED.attention_unit_gbs
-        ),
-        decode_flop_s=(2.0 * streamed + 4.0 * attention * context) / flops,
-        prefill_flop_s=(2.0 * streamed + 2.0 * prefill_attention * w.input_tokens)
-        * prompt_ranks(w, tp)
-        / flops,
-        allreduce_s_per_token=ar_per_token,
-        gemm_efficiency=w.setting("compute_efficiency")
-        * float(roofline.width_factor(shape.hidden, engines.SHARED.gemm_half_hidden))
-        * narrow,
-        half_tokens=engines.SHARED.gemm_half_tokens,
-        sharpness=engines.SHARED.roofline_sharpness,
-        prompt_per_output=np.full(n, w.input_tokens / w.output_tokens),
-        chunked=np.full(n, preset.chunked_prefill),
-    )
-
-
-def streamed_params(w: InferenceWorkload) -> tuple[float, float]:
-    """(weights every step reads, one routed expert of every MoE layer): a dense model's
-    matrix weights and 0; an MoE's common weights and its experts' (moe_serving.py)."""
-    if w.moe is None:
-        return w.attention.streamed_params(w.params), 0.0
-    return moe_serving.common_params_read(w.moe), moe_serving.routed_params_per_expert(w.moe)
-
-
-def experts_per_token(w: InferenceWorkload) -> float:
-    return float(w.moe.experts_per_token) if w.moe is not None else 1.0
-
-
-def prompt_ranks(w: InferenceWorkload, tp: np.ndarray) -> np.ndarray:
-    """How many cards' compute a prompt's common products (attention, dense and shared
-    FFNs) take: 1 on tensor-parallel attention; tp under attention data parallel, where one
-    card prefills the prompt and the others wait for it at the next all-to-all."""
-    ranks: np.ndarray = np.where(w.attention_data_parallel, tp.astype(float), 1.0)
-    return ranks
-
-
-def expert_width_factor(w: InferenceWorkload, tp: np.ndarray) -> np.ndarray:
-    """Share of the peak an expert's products reach for their width on one card, relative
-    to the model width's already in the GEMM efficiency: w_e/(w_e + h½) ÷ h/(h + h½), at most
-    1 (an expert narrower than the model on a card loses; a wider one gains nothing, as the
-    dense products' efficiency is set by the model width alone)."""
-    if w.moe is None:
-        return np.ones(len(tp))
-    half = engines.SHARED.gemm_half_hidden
-    width = w.moe.expert_ffn / (1.0 if w.expert_parallel else tp.astype(float))
-    factor: np.ndarray = np.minimum(
-        roofline.width_factor(width, half) / roofline.width_factor(w.moe.hidden_size, half), 1.0
-    )
-    return factor
-
-
-def attention_widths(w: InferenceWorkload) -> tuple[float, float]:
-    """Attention's FLOP width per layer × layers, decoding and prefilling (roofline.py)."""
-    shape = w.attention
-    if w.moe is None:
-        width = float(shape.layers * shape.heads * shape.head_dim)
-        return width, width
-    layers = w.moe.layers
-    return (
-        layers * moe_serving.attention_width(w.moe, decode=True),
-        layers * moe_serving.attention_width(w.moe, decode=False),
-    )
-
-
-def collective_terms(
-    w: InferenceWorkload, tp: np.ndarray, link: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(latency s per step, s per token) of the replica's collectives: 2 all-reduces per
-    layer (tensor-parallel attention, whether the experts are split or spread: the MoE output
-    is all-reduced); attention data parallel, none, and 2 all-to-alls per MoE layer, each card
-    sending its 1/tp of the tokens."""
-    shape, preset, efficiency = w.attention, w.preset, engines.SHARED.allreduce_efficiency
-    if w.moe is None or not w.attention_data_parallel:
-        return roofline.allreduce_terms(
-            shape.layers, tp, shape.hidden, link, preset.allreduce_latency_us, efficiency
-        )
-    latency, per_token = roofline.alltoall_terms(
-        w.moe.moe_layer_count, tp, shape.hidden, w.moe.experts_per_token, link,
-        preset.allreduce_latency_us, efficiency,
-    )  # fmt: skip
-    return latency, per_token / tp
 
 
 # StepTerms field -> the option column that stores it (the curve rebuilds the terms from them).
@@ -647,7 +324,7 @@ def lacks_fp4(frame: pd.DataFrame, w: InferenceWorkload) -> np.ndarray:
     """Options whose card has no FP4 tensor cores for an FP4 format (NVFP4, MXFP4)."""
     if not WEIGHT_FORMATS[w.weight_precision].needs_fp4_cores:
         return np.zeros(len(frame), dtype=bool)
-    lacks: np.ndarray = ~np.isfinite(_column(frame, FP4_COLUMN))
+    lacks: np.ndarray = ~np.isfinite(option_column(frame, FP4_COLUMN))
     return lacks
 
 
@@ -688,8 +365,9 @@ def reasons(frame: pd.DataFrame, w: InferenceWorkload) -> pd.Series:
 
 
 def band_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
-    """The calibrated band around tokens/s, TTFT and TPOT (band.py): where the published
-    figure fell around the model's on the calibration rows, 10th to 90th percentile."""
+    """The calibrated band around tokens/s, TTFT and TPOT (band.py): the published figure
+    within modeled ÷ factor .. modeled × factor, the factor a split-conformal quantile of the
+    calibration rows' errors widened for the constants fitted on them."""
     for column, group in band.BAND_COLUMNS.items():
         low, high = band.band(frame[column].to_numpy().astype(float), group, w.engine)
         frame[f"{column}_low"], frame[f"{column}_high"] = low, high

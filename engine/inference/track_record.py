@@ -16,6 +16,11 @@ constants and the band; held-out rows never do) and its source. ``compute_servin
 returns the rows and a summary (median and worst error, band coverage) for all rows, each role
 and each engine; engine/track_record.py puts it in engine/data/track_record.json under
 "serving".
+
+The mixture-of-experts runs (a model with a "moe" part, moe_serving.py) are modeled but kept
+apart: they fit neither the engines' constants nor the band, and the summary holds them in
+their own groups ("moe calibration", "moe held_out"), so "all", each role and each engine
+describe the dense model the band was made for.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any, TypedDict, cast
 import numpy as np
 import pandas as pd
 
-from engine.inference import band, engines, roofline
+from engine.inference import band, engines, moe_serving, roofline
 from engine.inference.memory import AttentionShape
 from engine.inference.sizing import InferenceWorkload, evaluate_inference, terms_from_columns
 
@@ -39,6 +44,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 RUNS_PATH = DATA_DIR / "published_serving_runs.json"
 RUNS_FILE = "engine/data/published_serving_runs.json"
 ROLES = ("calibration", "held_out")
+MOE_GROUP = "moe"  # the summary's groups of mixture-of-experts rows: "moe <role>"
 SIGNIFICANT_DIGITS = 4
 ERROR_DECIMALS = 1
 
@@ -72,6 +78,7 @@ class ServingRow(TypedDict):
     accelerator: str
     cards: int
     tp: int
+    moe: bool  # a mixture-of-experts model: summarized apart, never in the band's fit
     precision: str  # weights / KV cache
     scenario: str
     metric: str
@@ -163,13 +170,20 @@ def workload_of(run: Mapping[str, Any], document: Mapping[str, Any]) -> Inferenc
         output_tokens=output_tokens,
         weight_precision=str(run["weight_precision"]),
         kv_precision=str(run["kv_precision"]),
-        shape=shape_of(model),
         cards=int(run["cards"]),
         tp=int(run["tp"]),
         batch=batch,
         engine=str(run["engine"]),
         overrides=dict(run.get("overrides") or {}),
+        # An MoE run gives its MoE shape (and no dense one) and its expert layout.
+        **{"shape": shape_of(model), **moe_serving.run_fields(run, model)},
     )
+
+
+def is_moe(run: Mapping[str, Any], document: Mapping[str, Any] | None = None) -> bool:
+    """Whether the run's model is a mixture of experts (its record has a "moe" part)."""
+    doc = load_document() if document is None else document
+    return bool(doc["models"][run["model"]].get("moe"))
 
 
 def modeled_figure(run: Mapping[str, Any], option: pd.DataFrame) -> float:
@@ -179,8 +193,8 @@ def modeled_figure(run: Mapping[str, Any], option: pd.DataFrame) -> float:
     row = option.iloc[0]
     if kind == "max_load":
         return float(row["capacity_tokens_per_s"])
-    if kind == "concurrency":
-        return float(row[metric])
+    if kind == "concurrency":  # output tokens/s at the given load: what the cards serve
+        return float(row["tokens_per_s" if metric == "output_tokens_per_s" else metric])
     terms = terms_from_columns(option)
     batch = float(scenario["batch"])
     if kind == "decode_step":
@@ -235,6 +249,7 @@ def _base_row(run: Mapping[str, Any], document: Mapping[str, Any]) -> ServingRow
         "accelerator": str(run["card"]),
         "cards": int(run["cards"]),
         "tp": int(run["tp"]),
+        "moe": is_moe(run, document),
         "precision": f"{run['weight_precision']} / {run['kv_precision']}",
         "scenario": str(run["scenario"]["kind"]),
         "metric": str(metric),
@@ -264,8 +279,9 @@ def ratio(row: ServingRow) -> float:
 def band_factors(rows: Sequence[ServingRow]) -> dict[band.Group, float]:
     """Per regime, the factor the published figure lies within (band.py): the split-conformal
     quantile of |ln(modeled ÷ published)| over the given calibration rows of that regime,
-    widened by sqrt((n + k) / (n − k)) for the k constants fitted on all n of them."""
-    modeled = [r for r in rows if r["modeled"] is not None]
+    widened by sqrt((n + k) / (n − k)) for the k constants fitted on all n of them. Dense
+    rows only: the mixture-of-experts rows never fit the constants nor the band."""
+    modeled = [r for r in rows if r["modeled"] is not None and not r["moe"]]
     widen = band.fitting_widening(len(modeled), engines.FITTED_CONSTANTS)
     result: dict[band.Group, float] = {}
     for group in band.GROUPS:
@@ -295,15 +311,21 @@ def summarize(rows: Sequence[ServingRow]) -> ServingStats:
 
 
 def summary_groups(rows: Sequence[ServingRow]) -> dict[str, ServingStats]:
-    """All rows, each role, and each engine within each role."""
-    groups: dict[str, ServingStats] = {"all": summarize(rows)}
+    """Of the dense rows: all, each role, and each engine within each role; then the
+    mixture-of-experts rows of each role ("moe <role>"), apart from the dense figures."""
+    dense = [r for r in rows if not r["moe"]]
+    groups: dict[str, ServingStats] = {"all": summarize(dense)}
     for role in ROLES:
-        groups[role] = summarize([r for r in rows if r["role"] == role])
-    for engine in sorted({r["engine"] for r in rows}):
+        groups[role] = summarize([r for r in dense if r["role"] == role])
+    for engine in sorted({r["engine"] for r in dense}):
         for role in ROLES:
-            part = [r for r in rows if r["engine"] == engine and r["role"] == role]
+            part = [r for r in dense if r["engine"] == engine and r["role"] == role]
             if part:
                 groups[f"{engine} {role}"] = summarize(part)
+    for role in ROLES:
+        part = [r for r in rows if r["moe"] and r["role"] == role]
+        if part:
+            groups[f"{MOE_GROUP} {role}"] = summarize(part)
     return groups
 
 

@@ -3,7 +3,9 @@
 Every row comes from engine/data/published_serving_runs.json, whose runs cite their source;
 the figures here are computed from that file and today's model, never copied from an output.
 The issue's targets (median |error| <= 10 %, worst <= 25 %, band coverage >= 75 %) are checked
-on the calibration rows and, apart, on the held-out rows the fit never saw.
+on the dense calibration rows and, apart, on the dense held-out rows the fit never saw. The
+mixture-of-experts rows fit nothing and are summarized apart ("moe <role>"); their figures are
+stated below as they are today.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from engine.inference import band, engines
 from engine.inference.track_record import (
     METRICS,
+    MOE_GROUP,
     ROLES,
     band_factors,
     compute_serving_record,
@@ -35,8 +38,13 @@ def record():
     return compute_serving_record()
 
 
-def _rows(record, role):
-    return [r for r in record["rows"] if r["role"] == role and r["error_percent"] is not None]
+def _rows(record, role, moe=False):
+    """The modeled rows of a role, dense (the band's and the targets') or mixture of experts."""
+    return [
+        r
+        for r in record["rows"]
+        if r["role"] == role and r["error_percent"] is not None and r["moe"] == moe
+    ]
 
 
 def test_the_committed_serving_record_is_todays_model(record):
@@ -116,6 +124,9 @@ def test_not_modeled_rows_say_why_and_modeled_rows_add_up(record):
 def test_the_band_is_the_calibration_rows_conformal_quantile_widened_for_the_fit(record):
     calibration = [r for r in record["rows"] if r["role"] == "calibration"]
     recomputed = band_factors(calibration)
+    dense = [r for r in calibration if not r["moe"]]
+    assert len(dense) == 66 and len(dense) < len(calibration)  # the 66 of band.py's widening
+    assert band_factors(dense) == recomputed  # the MoE rows are not in the band
     assert recomputed == pytest.approx(band.RATIO_FACTORS, abs=0.0015), (
         f"band.RATIO_FACTORS is out of step with the calibration rows: commit {recomputed}"
     )
@@ -163,12 +174,19 @@ def test_the_band_holds_at_least_two_thirds_of_the_held_out_figures(record):
 def test_the_summary_is_what_the_rows_say(record):
     for group, stats in record["summary"].items():
         if group in ROLES:
-            rows = [r for r in record["rows"] if r["role"] == group]
+            rows = [r for r in record["rows"] if r["role"] == group and not r["moe"]]
         elif group == "all":
-            rows = record["rows"]
+            rows = [r for r in record["rows"] if not r["moe"]]
+        elif group.startswith(f"{MOE_GROUP} "):
+            role = group.split(" ")[1]
+            rows = [r for r in record["rows"] if r["moe"] and r["role"] == role]
         else:
             engine, role = group.split(" ")
-            rows = [r for r in record["rows"] if r["engine"] == engine and r["role"] == role]
+            rows = [
+                r
+                for r in record["rows"]
+                if r["engine"] == engine and r["role"] == role and not r["moe"]
+            ]
         modeled = [r for r in rows if r["error_percent"] is not None]
         assert stats["runs"] == len(rows) and stats["modeled"] == len(modeled)
         errors = sorted(abs(r["error_percent"]) for r in modeled)
@@ -176,3 +194,38 @@ def test_the_summary_is_what_the_rows_say(record):
             statistics.median(errors), abs=0.051
         )
         assert stats["inside_band"] == sum(1 for r in modeled if r["inside_band"])
+
+
+def test_the_moe_rows_are_modeled_and_summarized_apart(record):
+    moe_runs = [run for run in RUNS if DOCUMENT["models"][run["model"]].get("moe")]
+    moe_rows = [r for r in record["rows"] if r["moe"]]
+    assert len(moe_runs) == len(moe_rows) == 43
+    assert all(r["modeled"] is not None for r in moe_rows), "every MoE run is modeled"
+    assert {f"{MOE_GROUP} {role}" for role in ROLES} <= set(record["summary"])
+    dense_modeled = sum(1 for r in record["rows"] if r["modeled"] is not None and not r["moe"])
+    assert record["summary"]["all"]["modeled"] == dense_modeled
+
+
+@pytest.mark.parametrize(
+    ("role", "median", "worst", "worst_run", "inside", "modeled"),
+    [
+        # The MoE model as it is today (engine/data/track_record.json, "serving"): Mixtral at
+        # TP 2-8 with long outputs is optimistic by up to 31 %, Qwen3-235B at 128 in / 2,048
+        # out on H200 pessimistic by 25 %, DeepSeek-R1 at its published concurrency optimistic
+        # by 24-34 %: the MoE rows do not meet the dense targets yet.
+        ("calibration", 8.1, 29.8, "trtllm017-mixtral-8x7b-h100-tp8-128-2048", 20, 28),
+        ("held_out", 17.4, 34.2, "trtllm-r1-deepseek-r1-b200-tp8-1024-2048", 8, 15),
+    ],
+)
+def test_the_moe_groups_error_as_it_is_today(
+    record, role, median, worst, worst_run, inside, modeled
+):
+    rows = _rows(record, role, moe=True)
+    assert len(rows) == modeled
+    errors = [abs(r["error_percent"]) for r in rows]
+    assert statistics.median(errors) == pytest.approx(median, abs=0.051)
+    top = max(rows, key=lambda r: abs(r["error_percent"]))
+    assert (top["id"], top["error_percent"]) == (worst_run, pytest.approx(worst, abs=0.051))
+    assert sum(1 for r in rows if r["inside_band"]) == inside
+    stats = record["summary"][f"{MOE_GROUP} {role}"]
+    assert (stats["median_abs_error_percent"], stats["worst_error_percent"]) == (median, worst)
