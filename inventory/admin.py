@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from core.text import SafeNamesAdminMixin
 from inventory.currency import ExchangeRate
+from inventory.forms import SiteForm
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
 from inventory.selectors import pool_totals, pools_with_node_groups
 
@@ -9,6 +10,9 @@ from inventory.selectors import pool_totals, pools_with_node_groups
 @admin.register(Site)
 class SiteAdmin(SafeNamesAdminMixin, admin.ModelAdmin):
     name_fields = ("name", "location")
+    # The site form's rule: tariff, currency and grid carbon stated or ticked unknown.
+    form = SiteForm
+    fieldsets = [(legend, {"fields": names}) for legend, _, names, _ in SiteForm.SECTIONS]
     list_display = ["name", "location", "cooling_type", "pue", "tariff_per_kwh", "currency"]
     list_filter = ["cooling_type", "currency"]
     search_fields = ["name", "location"]

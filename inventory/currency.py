@@ -1,12 +1,11 @@
 """Currency codes (ISO 4217, from the `iso4217` package) and dated exchange rates.
 
-Money in different currencies is never added, ranked or compared; a reporting currency
-converts only with a rate an administrator entered, and every converted figure says which
-(`Conversion.note`, e.g. "converted at EUR→USD 1.08 of 2026-11-01").
-
-Callers that ask for it (``reference=True``: the capacity planner) fall back to the ECB's euro
-reference rates shipped in ``data/ecb_euro_reference_rates.json`` (one published day, never
-fetched at run time) where no rate was entered; an entered rate of a pair always wins.
+Money in different currencies is never added, ranked or compared unconverted. One lookup
+(:func:`conversions`) serves the planner, the result pages, Costs and reports: the newest rate
+an administrator entered for the pair, else the ECB's euro reference rates shipped in
+``data/ecb_euro_reference_rates.json`` (one published day, never fetched at run time); every
+converted figure says which (`Conversion.note`, e.g. "converted at EUR→USD 1.08 of 2026-11-01",
+a shipped rate with its source). Without either, nothing is converted and the caller says why.
 """
 
 from __future__ import annotations
@@ -164,12 +163,13 @@ def reference_conversion(source: str, target: str, on: dt.date) -> Conversion | 
 
 
 def conversions(
-    currencies: Iterable[str], target: str, on: dt.date, *, reference: bool = False
+    currencies: Iterable[str], target: str, on: dt.date, *, reference: bool = True
 ) -> dict[str, Conversion | None]:
     """The newest rate on or before ``on`` from each currency to ``target`` (None: no rate).
 
-    A rate entered the other way round (target → currency) is used inverted. With
-    ``reference``, a currency without an entered rate gets the shipped ECB reference rate.
+    A rate entered the other way round (target → currency) is used inverted. A currency
+    without an entered rate gets the shipped ECB reference rate (``reference=False``: entered
+    rates only).
     """
     wanted = {code for code in currencies if code and code != target}
     found: dict[str, Conversion | None] = dict.fromkeys(wanted)
@@ -223,8 +223,9 @@ def in_reporting_currency(
 ) -> dict[str, Any]:
     """Per-currency ``totals`` converted to ``target`` with the newest rates on or before ``on``.
 
-    Every figure or none: without a rate for each currency, ``figures`` is None and ``reason``
-    names the missing rates (the per-currency totals stay the answer).
+    Rates: :func:`conversions` (entered, else shipped). Every figure or none: without a rate
+    for each currency, ``figures`` is None and ``reason`` names the missing rates (the
+    per-currency totals stay the answer).
     """
     rates = conversions([row["currency"] for row in totals], target, on)
     missing = sorted(code for code, rate in rates.items() if rate is None)
@@ -235,7 +236,8 @@ def in_reporting_currency(
             "figures": None,
             "notes": notes,
             "reason": f"no exchange rate from {', '.join(missing)} to {target} on or before "
-            f"{on:%Y-%m-%d}: figures stay per currency",
+            f"{on:%Y-%m-%d} (none entered, none in the shipped ECB reference rates): "
+            "figures stay per currency",
         }
     figures = {}
     for key in keys:

@@ -96,9 +96,38 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     result["cost_per_card_hours"] = cost_per_card_hours
     result["cost_reason"] = unpriced_reasons(costs["cost_basis"], result["cluster"])
     result["factor_note"] = np.where(result["purpose"] == "inference", SERVING_NOTE, "")
+    if "serving_tokens_per_s" in result:
+        result = with_serving_cost(result, pools.set_index("pool_id")["duration_h"])
     result["card_mix"] = [
         {name: int(count) for name, count in mix.loc[pool_id].items()} for pool_id in result.index
     ]
+    return result
+
+
+SECONDS_PER_HOUR = 3600.0
+TRAINING_COST_FIGURE = "training pool: its figure is cost_per_effective_pflop_day"
+
+
+def with_serving_cost(result: pd.DataFrame, duration_h: pd.Series) -> pd.DataFrame:
+    """Inference pools get cost per million tokens served (total cost ÷ the measured served
+    tokens/s × the period's hours) in place of cost per effective PFLOP-day, a training figure;
+    null with its reason where the served tokens or the cost are unknown."""
+    serving = result["purpose"] == "inference"
+    tokens_million = (
+        result["serving_tokens_per_s"] * SECONDS_PER_HOUR * duration_h.reindex(result.index) / 1e6
+    )
+    measured = serving & result["serving_utilization"].notna() & tokens_million.gt(0)
+    per_million = (result["total_cost"] / tokens_million).where(measured)
+    unknown = serving & per_million.isna()
+    reasons = pd.Series(None, index=result.index, dtype=object)
+    reasons[~serving] = TRAINING_COST_FIGURE
+    no_load = unknown & ~measured
+    reasons[no_load] = "no measured serving load: " + result.loc[no_load, "serving_reason"]
+    no_cost = unknown & measured
+    reasons[no_cost] = result.loc[no_cost, "cost_reason"].fillna("no cost")
+    result["cost_per_million_tokens"] = per_million
+    result["cost_per_million_tokens_reason"] = reasons
+    result.loc[serving, "cost_per_effective_pflop_day"] = np.nan  # a training figure
     return result
 
 

@@ -1,8 +1,9 @@
 """A report's money in the schedule's reporting currency, with the dated rates of its period end.
 
-All or nothing: every currency in the scope needs an administrator's rate (newest on or before
-the period's last day, :func:`inventory.currency.in_reporting_currency`); otherwise the report
-stays per currency and says which rate is missing. Every converted row carries its rate note.
+All or nothing: every currency in the scope needs a rate on or before the period's last day
+(:func:`inventory.currency.conversions`: the newest entered, else the shipped ECB reference
+rate); otherwise the report stays per currency and says which rate is missing. Every converted
+row carries its rate note, with the source of a shipped rate.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from accounting.selectors import COST_MONEY_COLUMNS
 from engine.factors import FACTOR_NAMES
-from inventory.currency import conversions, in_reporting_currency
+from inventory.currency import REFERENCE, Conversion, conversions, in_reporting_currency
 from reports.trends import change
 
 HEADLINE_KEYS = ("total_cost", "idle_cost", "lost_cost")
@@ -33,11 +34,13 @@ def _last_day(end_iso: str) -> dt.date:
     return (dt.datetime.fromisoformat(end_iso) - dt.timedelta(microseconds=1)).date()
 
 
-def rate_note(conversion) -> str:
-    """E.g. "EUR → USD at 1.08 (rate of 2026-10-31)"."""
+def rate_note(conversion: Conversion) -> str:
+    """E.g. "EUR → USD at 1.08 (rate of 2026-10-31)", a shipped rate with its source:
+    "… (rate of 2024-11-25, ECB euro reference rate, shipped with Fleetwise)"."""
+    shipped = f", {conversion.source}" if conversion.provenance == REFERENCE else ""
     return (
         f"{conversion.from_currency} → {conversion.to_currency} at {conversion.rate:.4g} "
-        f"(rate of {conversion.valid_on:%Y-%m-%d})"
+        f"(rate of {conversion.valid_on:%Y-%m-%d}{shipped})"
     )
 
 

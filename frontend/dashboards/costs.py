@@ -206,8 +206,8 @@ register(
     "Total cost ÷ effective PFLOP-days (peak PFLOP-days × the five efficiency factors with "
     "their training definitions: MFU, scaling, effective training time, measured "
     "utilization); the dashed line is all clusters together. For training pools an "
-    "analysis gives the same figure; for inference pools it scores MBU and availability "
-    "instead, a different figure named “cost per effective PFLOP-day (serving definitions)”.",
+    "analysis gives the same figure; for inference pools it gives a serving figure instead, "
+    "“cost per million tokens” served.",
 )
 register(
     "costs-chargeback",

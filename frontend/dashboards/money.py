@@ -1,7 +1,9 @@
 """Money on the result pages, per currency; one converted figure only on request, with its rate.
 
 ``?currency=EUR`` (a reporting currency) converts the per-currency figures with the newest
-admin-entered rate on or before the period's end; each converted figure names its rate.
+rate on or before the period's end (entered, else the shipped ECB reference rate:
+``inventory.currency.conversions``); each converted figure names its rate and a shipped one
+its source.
 Without a rate for every currency the figures stay per currency, and the page says why.
 """
 

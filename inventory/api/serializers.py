@@ -46,12 +46,55 @@ class AcceleratorField(serializers.PrimaryKeyRelatedField):
         return super().to_internal_value(data)
 
 
+# A new site states its tariff (or that it is unknown) and its currency: no silent 0.0 USD.
+TARIFF_MISSING = (
+    'Give the tariff per kWh in the site\'s currency, or send "tariff_unknown": true '
+    "(stored as 0: the site's energy adds no cost until a tariff is entered)."
+)
+CURRENCY_MISSING = "Give the site's ISO 4217 currency code (of its tariff and costs), e.g. EUR."
+TARIFF_AND_UNKNOWN = "Give a tariff or send tariff_unknown: true, not both."
+
+
 class SiteSerializer(ModelCleanMixin, serializers.ModelSerializer):
     name_fields = ("name", "location")
+    tariff_unknown = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        help_text="True: the tariff is unknown and stored as 0 (the form's “Tariff unknown”). "
+        "A new site needs a tariff_per_kwh or this.",
+    )
 
     class Meta:
         model = Site
-        fields = ["id", *Site.EDITABLE_FIELDS, "created", "updated"]
+        fields = ["id", *Site.EDITABLE_FIELDS, "tariff_unknown", "created", "updated"]
+
+    def validate(self, attrs):
+        unknown = attrs.pop("tariff_unknown", False)
+        errors: dict = stated_money_errors(attrs, unknown, creating=self.instance is None)
+        if unknown and not errors:
+            attrs["tariff_per_kwh"] = 0.0
+        try:
+            attrs = super().validate(attrs)
+        except serializers.ValidationError as exc:  # every problem in one answer
+            errors = {**exc.detail, **errors} if isinstance(exc.detail, dict) else errors
+            if not errors:
+                raise
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+def stated_money_errors(attrs: dict, unknown: bool, *, creating: bool) -> dict[str, str]:
+    """What a site's tariff and currency lack: stated on create, never both a tariff and
+    unknown (an edit leaves what it does not send as it is)."""
+    errors = {}
+    if "tariff_per_kwh" in attrs and unknown:
+        errors["tariff_unknown"] = TARIFF_AND_UNKNOWN
+    elif creating and "tariff_per_kwh" not in attrs and not unknown:
+        errors["tariff_per_kwh"] = TARIFF_MISSING
+    if creating and not attrs.get("currency"):
+        errors["currency"] = CURRENCY_MISSING
+    return errors
 
 
 class AcceleratorModelSerializer(ModelCleanMixin, serializers.ModelSerializer):

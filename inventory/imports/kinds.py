@@ -21,6 +21,7 @@ EARLIEST_DATE, LATEST_DATE = pd.Timestamp("1900-01-01"), pd.Timestamp("2200-01-0
 CREATE, UPDATE, UNCHANGED = "create", "update", "unchanged"
 TRUE_WORDS = {"true", "yes", "y", "1", "x"}
 FALSE_WORDS = {"false", "no", "n", "0"}
+UNKNOWN_WORD = "unknown"  # a stated "not known" where a figure may be unknown (stored as 0)
 
 
 class ImportFileError(ValueError):
@@ -38,6 +39,11 @@ class ImportKind:
     # Natural-key columns naming the parent object, outermost first, e.g. ("site", "cluster").
     parent_columns: tuple[str, ...] = ()
     example: dict[str, str] = field(default_factory=dict)
+    # Columns a new row must fill (the model's default would be a silent value), each with the
+    # fix; a blank cell there is refused on every row. Not required of a file that only edits.
+    stated: dict[str, str] = field(default_factory=dict)
+    # Columns whose cell may read "unknown": stored as 0, as the form's "unknown" box does.
+    unknown_allowed: tuple[str, ...] = ()
 
     @property
     def parent_field(self) -> str | None:
@@ -88,6 +94,12 @@ KINDS: dict[str, ImportKind] = {
                 "metered_period_start": "2026-01-01",
                 "assumptions": '{"mtbf_card_hours": 30000}',
             },
+            stated={
+                "tariff_per_kwh": "give the tariff per kWh in the site's currency, or write "
+                f"{UNKNOWN_WORD} (stored as 0: the site's energy adds no cost).",
+                "currency": "give the site's ISO 4217 currency code, e.g. EUR.",
+            },
+            unknown_allowed=("tariff_per_kwh",),
         ),
         ImportKind(
             slug="clusters",

@@ -22,6 +22,7 @@ from inventory.imports.kinds import (
     NUL_MESSAGE,
     TRUE_WORDS,
     UNCHANGED,
+    UNKNOWN_WORD,
     UPDATE,
     ImportFileError,
     ImportKind,
@@ -172,6 +173,8 @@ def _accelerators(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
 def _convert(kind: ImportKind, column: str, raw: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Typed values (or `_BLANK`) and an error message per cell ("" when fine), vectorised."""
     model_field = kind.model_field(column)
+    if column in kind.unknown_allowed:
+        raw = raw.mask(raw.str.strip().str.casefold() == UNKNOWN_WORD, "0")
     if isinstance(model_field, models.ForeignKey):
         return _accelerators(raw)
     if model_field.choices:
@@ -197,6 +200,11 @@ def _blank_value(model_field: models.Field) -> Any:
     if isinstance(model_field, (models.CharField, models.TextField)) and model_field.blank:
         return ""
     return _BLANK
+
+
+def _required_message(kind: ImportKind, column: str) -> str:
+    fix = kind.stated.get(column)
+    return f"a value is required: {fix}" if fix else "a value is required."
 
 
 def check_columns(kind: ImportKind, table: ParsedTable) -> None:
@@ -336,12 +344,17 @@ def preview_import(kind: ImportKind | str, table: ParsedTable) -> ImportPreview:
                 continue
             if value is _BLANK and not error:
                 value = _blank_value(kind.model_field(column))
-                error = "a value is required." if value is _BLANK else ""
+                if value is _BLANK or column in kind.stated:
+                    error = _required_message(kind, column)
             if error:
                 row.errors.append(RowError(row.number, column, error))
                 skip_validation.append(column)
             else:
                 setattr(instance, column, value)
+        if row.action == CREATE:
+            unstated = [column for column in kind.stated if column not in present]
+            row.errors.extend(RowError(row.number, c, _required_message(kind, c)) for c in unstated)
+            skip_validation += unstated
         if any(error.column in kind.key_columns for error in row.errors):
             continue  # without a usable key the model checks would only repeat those errors
         try:

@@ -42,6 +42,8 @@ def _meaning(kind: ImportKind, column: str) -> str:
         parts.append("A JSON object.")
     if model_field.help_text:
         parts.append(str(model_field.help_text))
+    if column in kind.stated:
+        parts.append(f"Required of a new row: {kind.stated[column]}")
     return " ".join(parts)
 
 
@@ -50,7 +52,7 @@ def column_help(kind: ImportKind | str) -> list[ColumnHelp]:
     return [
         ColumnHelp(
             name=column,
-            required=column in kind.required_columns,
+            required=column in kind.required_columns or column in kind.stated,
             meaning=_meaning(kind, column),
             example=kind.example.get(column, ""),
         )

@@ -112,7 +112,7 @@ def base_bodies() -> dict[str, dict]:
         "/api/v1/estimates/pool/": {"members": [{"accelerator": "H100 SXM5 80GB", "cards": 8}]},
         "/api/v1/estimates/utilization/": {"accelerator": "H100 SXM5 80GB", "cards": 8},
         "/api/v1/plans/": plan_payload(),
-        "/api/v1/sites/": {"name": "Fuzz DC"},
+        "/api/v1/sites/": {"name": "Fuzz DC", "tariff_per_kwh": 0.1, "currency": "EUR"},
         "/api/v1/clusters/": {"site": site.pk, "name": "fuzz"},
     }
 

@@ -103,7 +103,8 @@ def test_test_client_login_and_api_tokens_still_work(planner):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(planner)[1]}")
     assert api.get("/api/v1/sites/").status_code == 200
-    assert api.post("/api/v1/sites/", {"name": "Token site"}).status_code == 201
+    site = {"name": "Token site", "tariff_unknown": True, "currency": "EUR"}
+    assert api.post("/api/v1/sites/", site).status_code == 201
 
 
 @pytest.mark.parametrize(

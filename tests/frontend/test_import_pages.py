@@ -14,8 +14,9 @@ from inventory.models import Site
 
 pytestmark = pytest.mark.django_db
 
-GOOD_CSV = "name,cooling_type,pue\nOslo,immersion,1.1\nBergen,air,1.4\n"
-BAD_CSV = "name,cooling_type,pue\nOslo,immersion,1.1\nBergen,air,0.4\n"
+GOOD_CSV = "name,cooling_type,pue,tariff_per_kwh,currency\nOslo,immersion,1.1,0.05,NOK\n"
+GOOD_CSV += "Bergen,air,1.4,unknown,NOK\n"
+BAD_CSV = GOOD_CSV.replace(",1.4,", ",0.4,")
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_a_bad_row_is_shown_with_row_and_column_and_nothing_can_be_saved(planner
 
 
 def test_pasted_tab_separated_rows_import(planner_client):
-    pasted = "name\tlocation\nOslo\tOslo, NO\n"
+    pasted = "name\tlocation\ttariff_per_kwh\tcurrency\nOslo\tOslo, NO\t0.05\tNOK\n"
     response = planner_client.post("/inventory/import/sites/", {"pasted_rows": pasted})
     assert response.status_code == 302
     preview = planner_client.get(response["Location"]).content.decode()
@@ -77,7 +78,8 @@ def test_pasted_tab_separated_rows_import(planner_client):
 
 def test_xlsx_upload_imports(planner_client):
     buffer = io.BytesIO()
-    pd.DataFrame({"name": ["Oslo"], "pue": [1.2]}).to_excel(buffer, index=False)
+    rows = {"name": ["Oslo"], "pue": [1.2], "tariff_per_kwh": [0.05], "currency": ["NOK"]}
+    pd.DataFrame(rows).to_excel(buffer, index=False)
     response = planner_client.post(
         "/inventory/import/sites/", {"file": SimpleUploadedFile("s.xlsx", buffer.getvalue())}
     )

@@ -55,7 +55,15 @@ def test_tab_separated_cells_may_contain_commas():
 
 
 def test_xlsx_upload_is_read_from_its_first_sheet():
-    frame = pd.DataFrame({"name": ["Oslo"], "pue": [1.2], "metered_period_start": ["2026-01-01"]})
+    frame = pd.DataFrame(
+        {
+            "name": ["Oslo"],
+            "pue": [1.2],
+            "metered_period_start": ["2026-01-01"],
+            "tariff_per_kwh": [0.07],
+            "currency": ["EUR"],
+        }
+    )
     parsed = imports.parse_upload(xlsx_upload(frame))
     assert parsed.frame.loc[2, "pue"] == "1.2"
     assert imports.preview_import("sites", parsed).is_valid
@@ -102,12 +110,12 @@ def test_preview_reports_row_and_column_for_every_problem_and_saves_nothing():
     preview = imports.preview_import(
         "sites",
         table(
-            "name,cooling_type,pue,pue_confirmed,tariff_per_kwh,metered_period_start\n"
-            "Good,air,1.2,,0.1,2026-01-01\n"
-            "Bad types,sauna,abc,maybe,-1,31/01/2026\n"
-            "Hot,air,3.5,,0.1,\n"
-            "Good,air,1.3,,0.1,\n"
-            ",air,1.3,,0.1,\n"
+            "name,cooling_type,pue,pue_confirmed,tariff_per_kwh,currency,metered_period_start\n"
+            "Good,air,1.2,,0.1,EUR,2026-01-01\n"
+            "Bad types,sauna,abc,maybe,-1,EUR,31/01/2026\n"
+            "Hot,air,3.5,,0.1,EUR,\n"
+            "Good,air,1.3,,0.1,EUR,\n"
+            ",air,1.3,,0.1,EUR,\n"
         ),
     )
     assert error_texts(preview) == [
@@ -136,7 +144,11 @@ def test_choices_booleans_json_and_dates_are_converted():
 
 def test_bad_assumption_overrides_are_reported_on_their_column():
     preview = imports.preview_import(
-        "sites", table('name,assumptions\nA,{oops\nB,"{""no_such_key"": 1}"\n')
+        "sites",
+        table(
+            "name,tariff_per_kwh,currency,assumptions\n"
+            'A,0.1,EUR,{oops\nB,0.1,EUR,"{""no_such_key"": 1}"\n'
+        ),
     )
     columns = [(error.row, error.column) for error in preview.errors]
     assert columns == [(2, "assumptions"), (3, "assumptions")]
@@ -195,7 +207,7 @@ def test_preview_query_count_does_not_grow_with_rows(demo_fleet):
 
 
 def test_commit_is_all_or_nothing():
-    bad = table("name,pue\nA,1.2\nB,0.5\nC,1.1\n")
+    bad = table("name,pue,tariff_per_kwh,currency\nA,1.2,0.1,EUR\nB,0.5,0.1,EUR\nC,1.1,0.1,EUR\n")
     with pytest.raises(imports.ImportRejected) as rejected:
         imports.commit_import("sites", bad)
     assert [str(e) for e in rejected.value.preview.errors] == [
@@ -216,7 +228,9 @@ def test_a_database_refusal_mid_commit_rolls_everything_back(monkeypatch):
 
     monkeypatch.setattr(Site, "save", save_then_fail_on_b)
     with pytest.raises(imports.ImportRejected, match="simulated clash"):
-        imports.commit_import("sites", table("name\nA\nB\n"))
+        imports.commit_import(
+            "sites", table("name,tariff_per_kwh,currency\nA,0.1,EUR\nB,0.1,EUR\n")
+        )
     assert Site.objects.count() == 0
 
 
@@ -232,7 +246,9 @@ def test_reimporting_the_same_file_updates_instead_of_duplicating():
 
 
 def test_left_out_columns_keep_stored_values_and_empty_cells_clear_them():
-    imports.commit_import("sites", table("name,location,pue\nA,Oslo,1.2\n"))
+    imports.commit_import(
+        "sites", table("name,location,pue,tariff_per_kwh,currency\nA,Oslo,1.2,0.1,EUR\n")
+    )
     imports.commit_import("sites", table("name,pue\nA,1.3\n"))
     site = Site.objects.get(name="A")
     assert (site.location, site.pue) == ("Oslo", 1.3)
@@ -243,7 +259,7 @@ def test_left_out_columns_keep_stored_values_and_empty_cells_clear_them():
 
 def test_whole_hierarchy_imports_by_natural_keys_and_reimports_idempotently():
     files = [
-        ("sites", "name,cooling_type\nOslo,immersion\n"),
+        ("sites", "name,cooling_type,tariff_per_kwh,currency\nOslo,immersion,unknown,NOK\n"),
         ("clusters", "site,name,fabric\nOslo,train,roce\n"),
         ("pools", "site,cluster,name,planned_utilization\nOslo,train,mixed,0.7\n"),
         (
@@ -317,7 +333,9 @@ def test_a_filled_in_template_imports():
 
     workbook = load_workbook(io.BytesIO(imports.template_xlsx("sites")))
     sheet = workbook["sites"]
-    sheet.append(["Oslo", "Oslo, NO", "air", 1.2])
+    columns = list(imports.KINDS["sites"].columns)
+    row = dict.fromkeys(columns) | {"name": "Oslo", "location": "Oslo, NO", "cooling_type": "air"}
+    sheet.append(list((row | {"pue": 1.2, "tariff_per_kwh": 0.07, "currency": "NOK"}).values()))
     buffer = io.BytesIO()
     workbook.save(buffer)
     parsed = imports.parse_upload(SimpleUploadedFile("sites.xlsx", buffer.getvalue()))

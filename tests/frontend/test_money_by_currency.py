@@ -1,5 +1,6 @@
 """Money in two currencies is never added (issue 14): per currency on Fleet and in the stored
-summary, converted to a reporting currency only with a dated rate that each figure names."""
+summary, converted to a reporting currency only with a dated rate that each figure names (an
+entered rate, else the shipped ECB reference rate with its source)."""
 
 from __future__ import annotations
 
@@ -78,18 +79,28 @@ def test_fleet_shows_each_currency_and_never_a_mixed_sum(two_currency_analysis, 
 def test_a_reporting_currency_converts_only_with_a_rate_and_names_it(
     two_currency_analysis, client, viewer
 ):
+    """No rate entered: the shipped ECB reference rate of 2024-11-25 (USD 1.0495 per EUR),
+    named with its day and source; an entered rate replaces it; a currency the ECB does not
+    publish (AED) has no rate, and the page says so."""
     from inventory.currency import ExchangeRate
 
+    summary = two_currency_analysis.results["summary"]
+    money = {row["currency"]: row["lost_money"] for row in summary["money_by_currency"]}
     client.force_login(viewer)
+    html = client.get("/", {"currency": "AED"}).content.decode()
+    assert "No rate to AED for EUR, USD: figures stay per currency." in html
     html = client.get("/", {"currency": "USD"}).content.decode()
-    assert "No rate to USD for EUR: figures stay per currency." in html
+    assert (
+        "converted at EUR→USD 1.0495 of 2024-11-25 (ECB euro reference rate, shipped with "
+        "Fleetwise)" in html
+    )
+    converted = _money_lines(html, "Money lost in USD")[0]
+    assert converted.startswith(f"{round(money['EUR'] * 1.0495 + money['USD']):,} USD")
     ExchangeRate.objects.create(
         from_currency="EUR", to_currency="USD", rate=1.08, valid_on=dt.date(2026, 11, 1)
     )
     html = client.get("/", {"currency": "USD"}).content.decode()
-    assert "converted at EUR→USD 1.08 of 2026-11-01" in html
-    summary = two_currency_analysis.results["summary"]
-    money = {row["currency"]: row["lost_money"] for row in summary["money_by_currency"]}
     converted = _money_lines(html, "Money lost in USD")[0]
+    assert "converted at EUR→USD 1.08 of 2026-11-01" in converted and "ECB" not in converted
     expected = round(money["EUR"] * 1.08 + money["USD"])
     assert converted.startswith(f"{expected:,} USD")

@@ -46,7 +46,13 @@ def test_planner_full_crud_cycle(client_for, planner):
     client = client_for(planner)
     site = client.post(
         "/api/v1/sites/",
-        {"name": "Oslo", "cooling_type": "immersion", "pue": 1.04, "tariff_per_kwh": 0.05},
+        {
+            "name": "Oslo",
+            "cooling_type": "immersion",
+            "pue": 1.04,
+            "tariff_per_kwh": 0.05,
+            "currency": "NOK",
+        },
         format="json",
     )
     assert site.status_code == 201, site.content
@@ -100,11 +106,14 @@ def test_planner_full_crud_cycle(client_for, planner):
 def test_validation_errors_name_the_field(client_for, planner):
     client = client_for(planner)
     response = client.post(
-        "/api/v1/sites/", {"name": "Bad", "pue": 0.9, "tariff_per_kwh": -1}, format="json"
+        "/api/v1/sites/",
+        {"name": "Bad", "pue": 0.9, "tariff_per_kwh": -1, "currency": "EUR"},
+        format="json",
     )
     assert response.status_code == 400
     assert set(response.data) == {"pue", "tariff_per_kwh"}
-    high = client.post("/api/v1/sites/", {"name": "Hot", "pue": 3.5}, format="json")
+    hot = {"name": "Hot", "pue": 3.5, "tariff_per_kwh": 0.1, "currency": "EUR"}
+    high = client.post("/api/v1/sites/", hot, format="json")
     assert high.status_code == 400 and "confirmed" in str(high.data["pue"])
     assert not Site.objects.filter(name__in=["Bad", "Hot"]).exists()
 

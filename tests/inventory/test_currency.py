@@ -83,7 +83,7 @@ def test_conversion_uses_the_newest_rate_on_or_before_the_day_and_says_so():
     ExchangeRate.objects.create(
         from_currency="USD", to_currency="CNY", rate=8.0, valid_on=dt.date(2026, 1, 1)
     )
-    found = conversions(["EUR", "CNY", "JPY", "USD"], "USD", dt.date(2026, 11, 23))
+    found = conversions(["EUR", "CNY", "JPY", "USD"], "USD", dt.date(2026, 11, 23), reference=False)
     assert found["EUR"].rate == 1.08
     assert found["EUR"].note == "converted at EUR→USD 1.08 of 2026-11-01"
     assert found["CNY"].rate == pytest.approx(0.125)  # entered as USD→CNY 8, used inverted

@@ -1,5 +1,5 @@
 """The shipped ECB euro reference rates: one published day, read from the data file, used only
-where no rate was entered and only by callers that ask; every figure says where it comes from.
+where no rate was entered (by every caller); every figure says where it comes from.
 
 Expected figures are the ECB's table of 25 November 2024 as published (units per euro:
 USD 1.0495, GBP 0.83465, JPY 161.64, CHF 0.9324, CNY 7.6018), worked out by hand here.
@@ -79,10 +79,10 @@ def test_no_reference_rate_before_its_day_or_for_a_currency_the_ecb_does_not_pub
 
 
 @pytest.mark.django_db
-def test_conversions_fall_back_to_the_reference_only_when_asked_and_nothing_was_entered():
-    plain = conversions(["USD", "GBP"], "EUR", AFTER)
-    assert plain == {"USD": None, "GBP": None}  # reports and pages: entered rates only
-    shipped = conversions(["USD", "GBP"], "EUR", AFTER, reference=True)
+def test_conversions_fall_back_to_the_reference_where_nothing_was_entered():
+    plain = conversions(["USD", "GBP"], "EUR", AFTER, reference=False)
+    assert plain == {"USD": None, "GBP": None}  # entered rates only: none
+    shipped = conversions(["USD", "GBP"], "EUR", AFTER)  # every caller's default
     assert shipped["USD"].rate == pytest.approx(1 / 1.0495, rel=1e-12)
     assert shipped["GBP"].rate == pytest.approx(1 / 0.83465, rel=1e-12)
     assert {c.provenance for c in shipped.values()} == {REFERENCE}
