@@ -62,6 +62,14 @@ LIMITS: dict[str, Limit] = {
     "history_days": Limit(0, 3_650, "days", "ten years of usage records"),
     "object_id": Limit(1, 2**53, "", "a database key; 2^53 is exact as a JSON number"),
     "microbatches": Limit(1, 10_000_000, "micro-batches", "as the global batch"),
+    # A mixture of experts (engine.moe, engine.moe_training)
+    "experts": Limit(1, 65_536, "experts", "≈250× the most published routed experts (256)"),
+    "shared_experts": Limit(0, 64, "experts", "published models share 0 to 2 experts"),
+    "dense_layers": Limit(0, 2_000, "layers", "at most the layers"),
+    "latent_rank": Limit(0, 262_144, "", "MLA's low-rank widths: at most the widest models"),
+    "capacity_factor": Limit(1, 4, "", "published capacity factors run 1 to 2 (GShard: 2)"),
+    "mtp_depth": Limit(0, 4, "modules", "DeepSeek-V3 trains one"),
+    "ep_degree": Limit(1, 65_536, "cards", "at most the routed experts"),
     # The serving workload (engine.inference)
     "head_dim": Limit(1, 4_096, "", "published models use 64 to 256 per head"),
     "requests_per_s": Limit(1e-6, 1e9, "requests/s", "≈1000× the largest published services"),

@@ -55,6 +55,10 @@ MOE_FIELDS: dict[str, int] = {
 # How a publisher counts active parameters: every weight a token uses, or without the input
 # embedding (a lookup; OpenAI's gpt-oss model card).
 ACTIVE_COUNTS: tuple[str, ...] = ("all", "without_input_embedding")
+MOE_NOT_HERE = (
+    "a mixture-of-experts model: its active and total parameters differ, which this estimate "
+    "does not model yet (issue #32)"
+)
 CLOSE_NAMES = 5  # names suggested for a misspelt model
 CLOSE_CUTOFF = 0.6  # difflib similarity below which a name is not suggested
 
@@ -188,9 +192,7 @@ def parse_model(entry: Mapping[str, Any]) -> CatalogModel:
     return CatalogModel(
         name=name,
         params=float(entry["params"]),
-        **{key: int(entry[key]) for key in SHAPE_FIELDS},
-        mlp_kind=cast(MlpKind, entry["mlp_kind"]),
-        tied_embeddings=bool(entry["tied_embeddings"]),
+        **_dense_stub(entry),
         source=str(entry["source"]),
         aliases=tuple(str(alias) for alias in entry.get("aliases", ())),
         **moe,
@@ -271,12 +273,17 @@ def close_names(name: str, catalog: ModelCatalog) -> list[str]:
     return list(names)[:CLOSE_NAMES]
 
 
-def find_model(name: str, catalog: ModelCatalog | None = None) -> CatalogModel:
-    """The catalog model called `name` (or one of its aliases), ignoring case."""
+def find_model(
+    name: str, catalog: ModelCatalog | None = None, *, allow_moe: bool = True
+) -> CatalogModel:
+    """The catalog model called `name` (or one of its aliases), ignoring case. A caller that
+    does not model mixtures of experts passes `allow_moe=False`: one is refused saying why."""
     catalog = catalog or load_catalog()
     key = normalized(name)
     for model in catalog.models:
         if key in {normalized(n) for n in (model.name, *model.aliases)}:
+            if model.is_moe and not allow_moe:
+                raise UnknownModelError(f"{model.name} is {MOE_NOT_HERE}; enter a dense model.")
             return model
     for unsupported, reason in catalog.unsupported.items():
         if key == normalized(unsupported):

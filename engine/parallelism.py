@@ -5,7 +5,10 @@ A split is valid when
   attention heads (Megatron-LM shards whole heads);
 - p <= layers (a stage holds at least one layer);
 - d = n / (t · p) is whole and d × micro-batch <= global batch (every replica gets a micro-batch);
-- fixed degrees, when the caller gives them, are respected.
+- fixed degrees, when the caller gives them, are respected;
+- for a mixture of experts, the expert-parallel degree ep divides both the routed experts and
+  d (expert parallelism is carved out of data parallelism, as in Megatron-Core and DeepSeek-V3:
+  each of the ep ranks holds experts/ep experts of every MoE layer); a dense model has ep = 1.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ class FixedParallelism:
     dp: int | None = None
     cp: int | None = None
     vp: int | None = None
+    ep: int | None = None  # expert parallelism, inside dp: not a factor of the card count
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "cp", "vp"):
+        for name in ("tp", "pp", "dp", "cp", "vp", "ep"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -133,6 +137,13 @@ def _model_parallel_grid(
     return row, t.ravel()[ti], p.ravel()[pi], c.ravel()[ci]
 
 
+def expert_parallel_candidates(experts: int, fixed: int | None = None) -> list[int]:
+    """Expert-parallel degrees to try: the divisors of the routed experts (1 when dense)."""
+    if fixed is not None:
+        return [fixed]
+    return [e for e in range(1, max(experts, 1) + 1) if experts % e == 0]
+
+
 def enumerate_splits(
     cards: ArrayLike,
     cards_per_node: ArrayLike,
@@ -143,13 +154,15 @@ def enumerate_splits(
     micro_batch: int | None = 1,
     fixed: FixedParallelism | None = None,
     seq_len: int = 1,
+    experts: int = 1,
 ) -> pd.DataFrame:
     """All valid splits for each entry of `cards`.
 
     Returns one row per (entry, split) with columns row (position in `cards`), tp, pp, vp
-    (virtual stages), cp, dp, micro_batch (sequences), global_batch (sequences, grown when
-    the batch rule lets it) and micro_batches (per step and replica). `micro_batch` None lets
-    the search try MICRO_BATCH_CANDIDATES; context parallelism is tried when `seq_len` is long.
+    (virtual stages), cp, dp, ep (expert parallel, inside dp), micro_batch (sequences),
+    global_batch (sequences, grown when the batch rule lets it) and micro_batches (per step
+    and replica). `micro_batch` None lets the search try MICRO_BATCH_CANDIDATES; context
+    parallelism is tried when `seq_len` is long; expert parallelism when `experts` > 1.
     """
     fixed = fixed or FixedParallelism()
     rule = global_batch if isinstance(global_batch, BatchRule) else BatchRule(int(global_batch))
@@ -179,7 +192,17 @@ def enumerate_splits(
     )[keep]
     frame["global_batch"] = batch[keep]
     frame["micro_batches"] = frame["global_batch"] // (frame["dp"] * frame["micro_batch"])
-    return frame.reset_index(drop=True)
+    return _with_expert_parallel(frame.reset_index(drop=True), experts, fixed.ep)
+
+
+def _with_expert_parallel(frame: pd.DataFrame, experts: int, fixed: int | None) -> pd.DataFrame:
+    """Each split once per expert-parallel degree that divides its dp and the experts."""
+    eps = np.array(expert_parallel_candidates(experts, fixed), dtype=np.int64)
+    check_grid("microbatches", len(frame) * eps.size)
+    repeated = frame.loc[frame.index.repeat(eps.size)].reset_index(drop=True)
+    repeated["ep"] = np.tile(eps, len(frame))
+    keep = (repeated["dp"] % repeated["ep"] == 0) & (experts % repeated["ep"] == 0)
+    return repeated[keep.to_numpy()].reset_index(drop=True)
 
 
 def no_split_reason(

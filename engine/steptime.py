@@ -43,6 +43,18 @@ from numpy.typing import ArrayLike, NDArray
 
 from engine.defaults import DEFAULTS, FACTOR_FLOOR
 from engine.memory import ActivationRecompute, ModelShape, activation_bytes_per_token_layer
+from engine.moe import active_params
+from engine.moe_training import (
+    MoeTraining,
+    active_matmul_params,
+    all_to_all_s,
+    attention_width,
+    communication_sm_slowdown,
+    grouped_gemm_efficiency,
+    params_per_model_rank,
+    permutation_bytes,
+    tokens_per_local_expert,
+)
 
 FloatArray = NDArray[np.float64]
 # (layers, hidden, seq_len) and (tp, pp, virtual stages, cp, dp, micro-batch sequences,
@@ -59,7 +71,7 @@ GEMMS_PER_LAYER = 4.0
 # the backward costs 2.5 forwards (five matmuls against two: FlashAttention's convention).
 ATTENTION_PASSES = 3.5
 # Where a step's time goes beyond the per-card compute (StepTime fields <part>_s).
-STEP_PARTS: tuple[str, ...] = ("bubble", "tp", "cp", "pp", "dp", "fabric")
+STEP_PARTS: tuple[str, ...] = ("bubble", "tp", "cp", "pp", "dp", "ep", "fabric")
 
 
 def _default(key: str) -> float:
@@ -91,6 +103,7 @@ class StepTime:
     cp_s: NDArray[np.float64]
     pp_s: NDArray[np.float64]
     dp_s: NDArray[np.float64]
+    ep_s: NDArray[np.float64]  # the experts' dispatch and combine all-to-all, exposed
     fabric_s: NDArray[np.float64]  # the exposed seconds that ride on the scale-out fabric
     step_s: NDArray[np.float64]
 
@@ -150,6 +163,14 @@ class Workload:
     sequence_parallel: bool = True
     fp8: bool = False
     zero_stage: int = 1
+    # A mixture of experts (engine.moe_training): params is then every expert's weights (what
+    # memory holds) and a token multiplies through the active ones only.
+    moe: MoeTraining | None = None
+
+    @property
+    def flops_params(self) -> float:
+        """N of the useful FLOPs (k·N per token): the active parameters of a mixture."""
+        return self.params if self.moe is None else active_params(self.moe.shape)
 
 
 def traffic_defaults(stack: str) -> Traffic:
@@ -196,20 +217,31 @@ def _passes(recompute: ActivationRecompute) -> float:
     return 4.0 if recompute == "full" else 3.0
 
 
-def _matmul_s(work: Workload, split: Split, card: CardRates) -> FloatArray:
+def _matmul_s(work: Workload, split: Split, card: CardRates, ep: ArrayLike = 1.0) -> FloatArray:
     """One micro-batch's GEMMs on one card: the layers' at the training precision, the output
-    projection's in bf16, and a fixed cost per GEMM call."""
+    projection's in bf16, and a fixed cost per GEMM call. A mixture's routed experts run as
+    grouped GEMMs at their efficiency, paced by the busiest expert (the capacity factor)."""
     t, p, _, c, _, b, _ = split
     layers = float(work.shape.layers)
     stage_layers = np.ceil(layers / p)
     passes = _passes(work.recompute)
     tokens = b * work.seq_len / c
     layer_mm, out_mm = matmul_params(work.params, work.shape)
-    layer_flops = 2.0 * passes * tokens / t * layer_mm * stage_layers / layers
+    expert_rate = np.asarray(card.matmul_flops_s, dtype=np.float64)
+    expert_mm = 0.0
+    if work.moe is not None:
+        layer_mm = active_matmul_params(work.moe) + work.moe.mtp_matmul_params - out_mm
+        expert_mm = work.moe.routed_active_params
+        layer_mm -= expert_mm
+        per_expert = tokens_per_local_expert(work.moe.shape, tokens / t, ep)
+        expert_rate = expert_rate * grouped_gemm_efficiency(per_expert)
+        expert_rate = expert_rate / work.moe.capacity_factor
+    share = 2.0 * passes * tokens / t * stage_layers / layers
     out_flops = 2.0 * passes * tokens / t * out_mm / p
     calls = passes * (GEMMS_PER_LAYER * stage_layers + (out_mm > 0))
     seconds: FloatArray = (
-        layer_flops / np.asarray(card.matmul_flops_s)
+        share * layer_mm / np.asarray(card.matmul_flops_s)
+        + share * expert_mm / expert_rate
         + out_flops / np.asarray(card.bf16_matmul_flops_s)
         + calls * _default("gemm_call_overhead_us") * 1e-6
     )
@@ -221,17 +253,21 @@ def _attention_s(work: Workload, split: Split, card: CardRates) -> FloatArray:
     t, p, _, c, _, b, _ = split
     s = float(work.seq_len)
     passes = ATTENTION_PASSES + _passes(work.recompute) - 3.0
-    flops = passes * 2.0 * s * work.shape.hidden * b * s / c / t * np.ceil(work.shape.layers / p)
+    width, head_dim = float(work.shape.hidden), work.shape.hidden / work.shape.heads
+    if work.moe is not None:  # MLA's heads are wider than hidden / heads
+        width, head_dim = attention_width(work.moe.shape)
+    flops = passes * 2.0 * s * width * b * s / c / t * np.ceil(work.shape.layers / p)
     # Context parallelism balances the causal mask by cutting each sequence into 2·c chunks
     # (Megatron-Core, Llama 3): the kernel works on blocks of s/(2c) tokens.
     block = np.where(c > 1, s / (2.0 * c), s)
-    head_dim = work.shape.hidden / work.shape.heads
     rate = np.asarray(card.attention_peak_flops_s) * attention_efficiency(block, head_dim)
     seconds: FloatArray = flops / rate
     return seconds
 
 
-def _memory_s(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> FloatArray:
+def _memory_s(
+    work: Workload, split: Split, card: CardRates, traffic: Traffic, ep: ArrayLike = 1.0
+) -> FloatArray:
     """One micro-batch's memory-bound kernels on one card: traffic per stored activation byte
     (and FP8 casts), the loss over the vocabulary, the stack's pass over the weights."""
     t, p, _, c, _, b, _ = split
@@ -247,32 +283,41 @@ def _memory_s(work: Workload, split: Split, card: CardRates, traffic: Traffic) -
     kernel_bytes = (
         per_activation * activations
         + traffic.logits_bytes_per_vocab * float(shape.vocab or 0) * tokens / (t * p)
-        + traffic.weight_bytes_per_param * work.params / (t * p)
+        + traffic.weight_bytes_per_param
+        * params_per_model_rank(work.moe, work.params, ep)
+        / (t * p)
     )
+    if work.moe is not None:  # the experts' token copies, gathered and scattered
+        stage_share = np.ceil(shape.layers / p) / shape.layers
+        kernel_bytes = kernel_bytes + stage_share * permutation_bytes(
+            work.moe, tokens / t, _passes(work.recompute)
+        )
     seconds: FloatArray = kernel_bytes / np.asarray(card.hbm_bytes_s)
     return seconds
 
 
 def _micro_batch_s(
-    work: Workload, split: Split, card: CardRates, traffic: Traffic
+    work: Workload, split: Split, card: CardRates, traffic: Traffic, ep: ArrayLike = 1.0
 ) -> tuple[FloatArray, FloatArray]:
     """Per-card seconds of one micro-batch (matmuls, attention, memory-bound kernels and the
     weights' traffic), and of its attention core alone."""
     attention = _attention_s(work, split, card)
-    total = _matmul_s(work, split, card) + attention + _memory_s(work, split, card, traffic)
+    matmul = _matmul_s(work, split, card, ep)
+    total = matmul + attention + _memory_s(work, split, card, traffic, ep)
     return total, attention
 
 
-def _optimizer_s(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> FloatArray:
+def _optimizer_s(
+    work: Workload, split: Split, card: CardRates, traffic: Traffic, ep: ArrayLike = 1.0
+) -> FloatArray:
     """The optimizer step over this card's share of the state (ZeRO ≥ 1 shards it over the
-    data- and context-parallel ranks): memory-bound."""
+    data- and context-parallel ranks; a mixture's experts over the dp·cp/ep ranks holding each,
+    which leaves every card 1/(dp·cp) of the whole): memory-bound."""
     t, p, _, c, d, _, _ = split
-    shards = np.where(work.zero_stage >= 1, d * c, 1.0)
+    held = params_per_model_rank(work.moe, work.params, ep)
+    state = np.where(work.zero_stage >= 1, work.params / (d * c), held)
     seconds: FloatArray = (
-        traffic.optimizer_bytes_per_param
-        * work.params
-        / (t * p * shards)
-        / np.asarray(card.hbm_bytes_s)
+        traffic.optimizer_bytes_per_param * state / (t * p) / np.asarray(card.hbm_bytes_s)
     )
     return seconds
 
@@ -287,25 +332,27 @@ class CardCompute:
     attention_s: FloatArray  # the attention core of the whole step
 
 
-def card_compute(work: Workload, split: Split, card: CardRates, traffic: Traffic) -> CardCompute:
+def card_compute(
+    work: Workload, split: Split, card: CardRates, traffic: Traffic, ep: ArrayLike = 1.0
+) -> CardCompute:
     """What one card spends on its share of a step: the per-card model, or useful ÷ an entered
     MFU (which already holds every per-card cost)."""
     t, p, _, c, d, b, m = split
     useful = (
         work.flops_per_param_token
-        * work.params
+        * work.flops_params
         * m
         * b
         * work.seq_len
         / (t * p * c * np.asarray(card.peak_flops_s))
     )
-    per_micro, attention = _micro_batch_s(work, split, card, traffic)
+    per_micro, attention = _micro_batch_s(work, split, card, traffic, ep)
     # A card of a multi-card job runs slower than one alone (sustained clocks of loaded nodes,
     # collective kernels sharing its SMs and memory, waits for the slowest card).
     synchronous = t * p * c * d > 1
     slowdown = np.where(synchronous, 1.0 / _default("multi_card_compute_share"), 1.0)
     per_micro, attention = per_micro * slowdown, attention * slowdown
-    modeled = m * per_micro + _optimizer_s(work, split, card, traffic) * slowdown
+    modeled = m * per_micro + _optimizer_s(work, split, card, traffic, ep) * slowdown
     entered = np.asarray(card.mfu, dtype=np.float64)
     given = ~np.isnan(entered)
     compute = np.where(given, useful / np.where(given, entered, 1.0), modeled)
@@ -331,7 +378,7 @@ def mfu_ceiling(
         traffic.per_activation_byte, traffic.fp8_cast_per_activation_byte, 0.0, 0.0, 0.0
     )
     per_micro, _ = _micro_batch_s(work, split, card, bound)  # per-call costs vanish at 1e9
-    useful = work.flops_per_param_token * work.params * 1e9 * work.seq_len
+    useful = work.flops_per_param_token * work.flops_params * 1e9 * work.seq_len
     share = np.where(np.asarray(cards) > 1, _default("multi_card_compute_share"), 1.0)
     ceiling: FloatArray = useful / np.asarray(card.peak_flops_s) / per_micro * share
     entered = np.asarray(card.mfu, dtype=np.float64)
@@ -375,7 +422,7 @@ def _pp_s(shape: Shape, split: Split, links: Links) -> FloatArray:
 
 
 def _dp_s(
-    params: float,
+    params: FloatArray,
     split: Split,
     links: Links,
     zero_stage: ArrayLike,
@@ -406,6 +453,32 @@ def _dp_s(
     return exposed_s
 
 
+def _ep_s(
+    work: Workload, split: Split, links: Links, ep: FloatArray, micro_batch_s: FloatArray
+) -> FloatArray:
+    """The experts' all-to-all of a stage's MoE layers, behind the overlap share of the
+    micro-batch's compute, and the compute the SMs it holds meanwhile cost
+    (engine.moe_training)."""
+    if work.moe is None:
+        return np.zeros_like(micro_batch_s)
+    t, p, _, c, _, b, m = split
+    layers = float(work.shape.layers)
+    link = (links.nvlink_bytes_s, links.fabric_bytes_s, links.fabric_latency_s)
+    exchange = all_to_all_s(
+        work.moe,
+        b * work.seq_len / (c * t),
+        ep,
+        t,
+        (*link, links.cards_per_node),
+        passes=_passes(work.recompute),
+        fp8=work.fp8,
+    ) * (np.ceil(layers / p) / layers)
+    exposed = np.maximum(exchange - work.moe.a2a_overlap * micro_batch_s, 0.0)
+    lost = communication_sm_slowdown(work.moe, exchange, micro_batch_s)
+    seconds: FloatArray = m * (exposed + lost)
+    return seconds
+
+
 def step_time_arrays(
     *,
     work: Workload,
@@ -415,10 +488,13 @@ def step_time_arrays(
     traffic: Traffic | None = None,
     dp_overlap: ArrayLike | None = None,
     tp_overlap: ArrayLike = 0.0,
+    ep: ArrayLike = 1.0,
 ) -> StepTime:
     """Step time of every split row; `split` is (tp, pp, virtual stages, cp, dp, micro-batch
-    sequences, micro-batches per replica). `traffic` defaults to the Megatron stack's."""
+    sequences, micro-batches per replica), `ep` the expert-parallel degree (inside dp).
+    `traffic` defaults to the Megatron stack's."""
     t, p, v, c, d, b, m = (np.asarray(x, dtype=np.float64) for x in split)
+    ep_ = np.asarray(ep, dtype=np.float64) * np.ones_like(t)
     arrays: Split = (t, p, v, c, d, b, m)
     shape = work.shape
     dims: Shape = (
@@ -426,7 +502,7 @@ def step_time_arrays(
         np.asarray(float(shape.hidden)),
         np.asarray(float(work.seq_len)),
     )
-    per_card = card_compute(work, arrays, card, traffic or traffic_defaults("megatron"))
+    per_card = card_compute(work, arrays, card, traffic or traffic_defaults("megatron"), ep_)
     compute = per_card.compute_s
     bubble = m * per_card.micro_batch_s * (p - 1.0) / (v * m)
     passes = _passes(work.recompute)
@@ -439,10 +515,13 @@ def step_time_arrays(
     k = 2.0 * passes
     windows = (per_micro * (k - 2.0) / k + bubble / 2.0, per_micro * 2.0 / k + bubble / 2.0)
     overlap = _default("dp_overlap_share") if dp_overlap is None else dp_overlap
-    dp = _dp_s(work.params, arrays, links, work.zero_stage, windows, overlap)
+    held = params_per_model_rank(work.moe, work.params, ep_)
+    dp = _dp_s(held, arrays, links, work.zero_stage, windows, overlap)
+    ep_s = _ep_s(work, arrays, links, ep_, per_micro)
     node = np.asarray(links.cards_per_node, dtype=float)
     fabric = pp * (t * c >= node) + cp * (t * c > node) + dp * (t * c * d > node)
-    step = compute + bubble + tp + cp + pp + dp
+    fabric = fabric + ep_s * (t * ep_ > node)
+    step = compute + bubble + tp + cp + pp + dp + ep_s
     return StepTime(
         mfu=np.clip(per_card.useful_s / compute, FACTOR_FLOOR, 1.0),
         scaling=np.clip(compute / step, FACTOR_FLOOR, 1.0),
@@ -453,6 +532,7 @@ def step_time_arrays(
         cp_s=cp,
         pp_s=pp,
         dp_s=dp,
+        ep_s=ep_s,
         fabric_s=fabric,
         step_s=step,
     )

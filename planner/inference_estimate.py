@@ -125,6 +125,7 @@ def estimate_inference(data: dict) -> dict:
     workload = InferenceWorkload(
         params=model.params,
         shape=model.attention,
+        moe=model.moe,
         overrides=overrides,
         **{key: data[key] for key in WORKLOAD_FIELDS if data.get(key) is not None},
     )
@@ -141,8 +142,10 @@ def estimate_inference(data: dict) -> dict:
         "engine_label": workload.preset.label,
         "model": model.name,
         "model_params": model.params,
+        "active_params": model.params if model.active_params is None else model.active_params,
         "output_tokens": workload.output_tokens,
         "shape": model.shape,
+        "moe": model.moe_fields,
         "shape_source": model.shape_source,
         "settings": {key: workload.setting(key) for key in workload.provenance()},
         "provenance": {

@@ -22,7 +22,8 @@ from typing import Any
 from engine.inference.memory import AttentionShape
 from engine.limits import range_error
 from engine.memory import FFN_PER_HIDDEN, ModelShape, shape_params_error
-from engine.model_catalog import SHAPE_FIELDS, find_model
+from engine.model_catalog import SHAPE_FIELDS, CatalogModel, find_model
+from engine.moe import MoeShape
 
 ATTENTION_FIELDS: tuple[str, ...] = (
     "layers",
@@ -61,6 +62,9 @@ class ServedModel:
     shape_source: str
     attention: AttentionShape | None
     provenance: dict[str, str]
+    moe: MoeShape | None = None  # a mixture of experts: the engine's shape instead of attention
+    active_params: float | None = None  # None: a dense model, every parameter active
+    moe_fields: dict[str, int | str] | None = None  # the MoE fields as the API names them
 
 
 def _given(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
@@ -131,6 +135,8 @@ def _attention(shape: Mapping[str, int | None], tied_embeddings: bool) -> Attent
 def _from_catalog(name: str) -> ServedModel:
     model = find_model(name)
     shape: dict[str, int | None] = dict(model.shape())
+    if model.is_moe:
+        return _moe_from_catalog(model, shape)
     return ServedModel(
         name=model.name,
         params=model.params,
@@ -141,6 +147,26 @@ def _from_catalog(name: str) -> ServedModel:
             "shape": f"model catalog: {model.source}",
             "model_params": f"model catalog: {model.name}'s published count",
         },
+    )
+
+
+def _moe_from_catalog(model: CatalogModel, shape: dict[str, int | None]) -> ServedModel:
+    """A mixture of experts: memory holds every expert (total), a step reads the experts its
+    tokens route to (engine.inference.moe_serving); both counts shown."""
+    return ServedModel(
+        name=model.name,
+        params=model.total_params(),
+        shape=shape,
+        shape_source="catalog",
+        attention=None,
+        provenance={
+            "shape": f"model catalog: {model.source}",
+            "model_params": f"model catalog: {model.name}'s total, counted from its shape",
+            "active_params": f"model catalog: {model.name}'s active per token, counted",
+        },
+        moe=model.moe_shape(),
+        active_params=model.active_params(),
+        moe_fields=model.moe_fields(),
     )
 
 

@@ -22,6 +22,8 @@ from engine.capacity.workload import (
     DEFAULT_MAX_CARDS,
     DEGREE_FIELDS,
     FACTORS,
+    MOE_SHAPE_FIELDS,
+    MOE_TRAINING_FIELDS,
     SHAPE_SPEC_FIELDS,
     PlannerInputError,
     TrainingWorkload,
@@ -132,6 +134,9 @@ _WORKLOAD_FIELDS = (
     "max_batch_tokens",
     "software_stack",
     *SHAPE_SPEC_FIELDS,
+    "model",
+    *MOE_SHAPE_FIELDS,
+    *MOE_TRAINING_FIELDS,
 )
 # Every payload field the scalar estimate reads, besides "accelerator".
 ESTIMATE_PAYLOAD_FIELDS: tuple[str, ...] = (
@@ -180,21 +185,26 @@ def split_why(row: pd.Series) -> str:
     """One sentence on the chosen split: what each degree buys and where the step goes."""
     if pd.isna(row["tp"]):
         return ""
-    shares = {part: float(row[f"{part}_share"]) for part in ("bubble", "tp", "cp", "pp", "dp")}
+    parts = ("bubble", "tp", "cp", "pp", "dp", "ep")
+    shares = {part: float(row[f"{part}_share"]) for part in parts}
     names = {
         "bubble": "pipeline bubble",
         "tp": "tensor-parallel collectives",
         "cp": "context-parallel exchange",
         "pp": "pipeline transfers",
         "dp": "gradient and weight collectives",
+        "ep": "experts' all-to-all",
     }
+    experts = ""
+    if float(row.get("ep", 1) or 1) > 1:
+        experts = f" (ep={int(row['ep'])} of them split the experts)"
     worst = max(shares, key=lambda part: shares[part])
     return (
         f"tp={int(row['tp'])} keeps tensor traffic inside a node; pp={int(row['pp'])} with "
         f"{int(row['vp'])} virtual stage(s) and cp={int(row['cp'])} hold "
         f"{row['memory_per_card_bytes'] / 1e9:.0f} of "
         f"{row['usable_memory_per_card_bytes'] / 1e9:.0f} usable GB per card; "
-        f"dp={int(row['dp'])} replicas run {int(row['micro_batches'])} "
+        f"dp={int(row['dp'])} replicas{experts} run {int(row['micro_batches'])} "
         f"micro-batch(es) of {int(row['micro_batch'])} sequence(s) per step; the largest loss is "
         f"the {names[worst]} ({shares[worst]:.1%} of a step). The fastest split that fits."
     )
@@ -231,6 +241,22 @@ def _goodput(row: pd.Series) -> dict[str, float | None]:
     }
 
 
+def model_summary(workload: TrainingWorkload, name: str | None = None) -> dict[str, Any]:
+    """What every training figure is about: the model's total and active parameters (equal for
+    a dense model) and, for a mixture, its experts."""
+    moe = workload.moe
+    return {
+        "name": name,
+        "total_params": float(workload.params),
+        "active_params": float(workload.flops_params),
+        "mixture_of_experts": moe is not None,
+        "experts": None if moe is None else int(moe.experts),
+        "experts_per_token": None if moe is None else int(moe.experts_per_token),
+        "shared_experts": None if moe is None else int(moe.shared_experts),
+        "attention": "gqa" if moe is None else str(moe.attention),
+    }
+
+
 def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
     """Scalar training estimate (POST /api/v1/estimates/training/), via `plan_capacity`.
 
@@ -258,6 +284,7 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "feasible": bool(row["feasible"]),
         "reason": row["reason"],
+        "model": model_summary(workload, payload.get("model") or None),
         "total_flops": workload.flops,
         "days": number("days"),
         "cards": whole("cards"),
@@ -268,6 +295,7 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
             "virtual_stages": whole("vp"),
             "cp": whole("cp"),
             "dp": whole("dp"),
+            "ep": whole("ep"),
             "micro_batch": whole("micro_batch"),
             "micro_batches": whole("micro_batches"),
             "global_batch_sequences": whole("global_batch"),

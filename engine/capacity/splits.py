@@ -67,6 +67,7 @@ def step_workload(workload: TrainingWorkload) -> Workload:
         sequence_parallel=workload.sequence_parallel,
         fp8=workload.precision == "fp8",
         zero_stage=workload.zero_stage,
+        moe=workload.moe_training,
     )
 
 
@@ -115,6 +116,7 @@ def _seam_step_time(
         traffic=traffic_defaults(workload.software_stack),
         dp_overlap=frame["comm_overlap_share"].to_numpy(np.float64)[row],
         tp_overlap=frame["tp_overlap_share"].to_numpy(np.float64)[row],
+        ep=splits["ep"].to_numpy(np.float64),
     )
 
 
@@ -162,7 +164,17 @@ def effective_time_at_cards(frame: pd.DataFrame, cards: NDArray[np.float64]) -> 
 
 
 # The chosen split's degrees and batch, as plan_capacity reports them.
-SPLIT_DEGREES = ("tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches", "global_batch")
+SPLIT_DEGREES = (
+    "tp",
+    "pp",
+    "vp",
+    "cp",
+    "dp",
+    "ep",
+    "micro_batch",
+    "micro_batches",
+    "global_batch",
+)
 SPLIT_COLUMNS = (
     *SPLIT_DEGREES,
     "state_bytes_per_card",
@@ -181,14 +193,21 @@ SPLIT_COLUMNS = (
 
 
 def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFrame) -> None:
-    """Model state (ZeRO over dp·cp) and activations per card, and whether they fit."""
+    """Model state (ZeRO over dp·cp; a mixture's routed experts split over ep and ZeRO over
+    the dp·cp/ep ranks holding the same ones) and activations per card, and whether they fit."""
     shape = workload.model_shape
     row = splits["row"].to_numpy()
-    tp, pp, vp, cp, dp, mb, m = (
+    tp, pp, vp, cp, dp, mb, m, ep = (
         splits[name].to_numpy(np.float64)
-        for name in ("tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches")
+        for name in ("tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches", "ep")
     )
-    state = model_state_bytes_per_card(workload.params, tp, pp, dp * cp, workload.zero_stage)
+    moe = workload.moe_training
+    zero = workload.zero_stage
+    if moe is None:
+        state = model_state_bytes_per_card(workload.params, tp, pp, dp * cp, zero)
+    else:
+        state = model_state_bytes_per_card(moe.replicated_params, tp, pp, dp * cp, zero)
+        state += model_state_bytes_per_card(moe.routed_params, tp * ep, pp, dp * cp / ep, zero)
     activations = activation_bytes_per_card(
         workload.seq_len,
         mb,
@@ -232,6 +251,7 @@ def evaluate_splits(
         micro_batch=workload.micro_batch,
         fixed=workload.parallelism,
         seq_len=workload.seq_len,
+        experts=workload.experts,
     )
     row = splits["row"].to_numpy()
     n = np.asarray(cards, dtype=np.float64)[row]
@@ -290,6 +310,7 @@ def best_split_per_option(
         )
         order = np.lexsort(
             (
+                splits["ep"].to_numpy(),
                 splits["vp"].to_numpy(),
                 splits["cp"].to_numpy(),
                 splits["tp"].to_numpy(),

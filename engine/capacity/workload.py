@@ -20,6 +20,14 @@ from engine.memory import (
     ActivationRecompute,
     ModelShape,
 )
+from engine.model_catalog import CatalogModel, find_model
+from engine.moe import MoeShape, active_params, check_shape, total_params
+from engine.moe_training import (
+    DEFAULT_A2A_OVERLAP,
+    DEFAULT_CAPACITY_FACTOR,
+    MoeTraining,
+    dense_view,
+)
 from engine.parallelism import BatchRule, FixedParallelism
 
 SECONDS_PER_DAY = 86_400.0
@@ -64,6 +72,12 @@ class TrainingWorkload:
     shape: ModelShape | None = None
     parallelism: FixedParallelism = field(default_factory=FixedParallelism)
     usable_memory_share: float = DEFAULT_USABLE_MEMORY_SHARE
+    # A mixture of experts (engine.moe): `params` is then its total (every expert: memory),
+    # the FLOPs count its active parameters, `shape` its dense view (activations).
+    moe: MoeShape | None = None
+    moe_capacity_factor: float = DEFAULT_CAPACITY_FACTOR
+    moe_a2a_overlap: float = DEFAULT_A2A_OVERLAP
+    moe_mtp_depth: int = 0  # multi-token prediction modules (DeepSeek-V3: 1)
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -95,6 +109,14 @@ class TrainingWorkload:
             errors["recompute"] = f"must be one of {ACTIVATION_RECOMPUTE_MODES}"
         if not 0 < self.usable_memory_share <= 1:
             errors["usable_memory_share"] = "must be in (0, 1]"
+        if not 1 <= self.moe_capacity_factor <= 4:
+            errors["moe_capacity_factor"] = "must be in [1, 4]"
+        if not 0 <= self.moe_a2a_overlap <= 1:
+            errors["moe_a2a_overlap"] = "must be in [0, 1]"
+        if self.moe_mtp_depth not in range(0, 5):
+            errors["moe_mtp_depth"] = "must be 0 to 4"
+        if self.moe is not None:
+            errors.update(check_shape(self.moe))
         errors = {**self._range_errors(), **errors}
         if not errors:
             errors = {**self._shape_errors(), **self._parallel_errors()}
@@ -147,6 +169,12 @@ class TrainingWorkload:
                 )
             elif 2 * fixed.vp > shape.layers:
                 errors["vp_degree"] = f"2 × vp must be at most the {shape.layers} layers."
+        if fixed.ep is not None and fixed.ep > 1 and self.experts == 1:
+            errors["ep_degree"] = "Expert parallelism needs a mixture of experts (experts > 1)."
+        elif fixed.ep is not None and self.experts % fixed.ep:
+            errors["ep_degree"] = f"Must divide the {self.experts} routed experts."
+        elif fixed.ep is not None and fixed.dp is not None and fixed.dp % fixed.ep:
+            errors["ep_degree"] = f"Must divide dp_degree ({fixed.dp}): experts split inside dp."
         if fixed.cp is not None and int(self.seq_len) % fixed.cp:
             errors["cp_degree"] = f"Must divide seq_len ({int(self.seq_len)})."
         if fixed.dp is not None:
@@ -160,11 +188,30 @@ class TrainingWorkload:
         return errors
 
     @property
+    def flops_params(self) -> float:
+        """N of k·N·D: the active parameters of a mixture of experts, else the parameters."""
+        return self.params if self.moe is None else active_params(self.moe)
+
+    @property
     def flops(self) -> float:
-        """Total training FLOPs: k · N · D unless given."""
+        """Total training FLOPs: k · N · D unless given (N active for a mixture)."""
         if self.total_flops is not None:
             return float(self.total_flops)
-        return float(self.flops_per_param_token * self.params * float(self.tokens or 0.0))
+        return float(self.flops_per_param_token * self.flops_params * float(self.tokens or 0.0))
+
+    @property
+    def moe_training(self) -> MoeTraining | None:
+        """The mixture as the step-time model takes it (None: dense)."""
+        if self.moe is None:
+            return None
+        return MoeTraining(
+            self.moe, self.moe_capacity_factor, self.moe_a2a_overlap, self.moe_mtp_depth
+        )
+
+    @property
+    def experts(self) -> int:
+        """Routed experts per MoE layer (1: dense): what expert parallelism may divide."""
+        return 1 if self.moe is None or not self.moe.is_moe else int(self.moe.experts)
 
     @property
     def batch_sequences(self) -> int:
@@ -184,6 +231,8 @@ class TrainingWorkload:
 
     @property
     def model_shape(self) -> ModelShape:
+        if self.shape is None and self.moe is not None:
+            return dense_view(self.moe)
         return self.shape or ModelShape.infer(self.params)
 
     @property
@@ -235,12 +284,145 @@ SHAPE_SPEC_FIELDS: dict[str, str] = {
 }
 SHAPE_REQUIRED_FIELDS: tuple[str, ...] = ("layers", "hidden_size", "attention_heads")
 # Degrees a payload may fix (API field `<name>_degree` → FixedParallelism field).
-DEGREE_FIELDS: tuple[str, ...] = ("tp", "pp", "cp", "vp", "dp")
+DEGREE_FIELDS: tuple[str, ...] = ("tp", "pp", "cp", "vp", "dp", "ep")
+
+
+# A mixture of experts in a payload (API field names; engine.moe.MoeShape's), besides the
+# shape's: given with layers, hidden_size, attention_heads and vocab_size.
+MOE_SHAPE_FIELDS: tuple[str, ...] = (
+    "experts",
+    "experts_per_token",
+    "shared_experts",
+    "expert_ffn_hidden_size",
+    "dense_layers",
+    "attention",
+    "head_dim",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+)
+# How the mixture trains (TrainingWorkload fields of the same names).
+MOE_TRAINING_FIELDS: tuple[str, ...] = ("moe_capacity_factor", "moe_a2a_overlap", "moe_mtp_depth")
+MOE_REQUIRED_FIELDS: tuple[str, ...] = (
+    "layers",
+    "hidden_size",
+    "attention_heads",
+    "vocab_size",
+    "experts",
+    "experts_per_token",
+    "expert_ffn_hidden_size",
+)
+
+
+def spec_is_moe(spec: Mapping[str, Any]) -> bool:
+    """Whether a payload enters a mixture of experts by its shape (more than one expert)."""
+    return int(spec.get("experts") or 1) > 1 or int(spec.get("shared_experts") or 0) > 0
+
+
+def moe_shape_from_spec(spec: Mapping[str, Any]) -> MoeShape:
+    """The mixture a payload enters (every MOE_REQUIRED_FIELDS given): kv_heads default the
+    heads, head_dim hidden ÷ heads, ffn_hidden_size (the dense layers') the expert width."""
+    heads = int(spec["attention_heads"])
+    hidden = int(spec["hidden_size"])
+    expert = int(spec["expert_ffn_hidden_size"])
+    optional = {
+        key: int(spec[key])
+        for key in (
+            "shared_experts",
+            "q_lora_rank",
+            "kv_lora_rank",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        )
+        if spec.get(key) is not None
+    }
+    return MoeShape(
+        layers=int(spec["layers"]),
+        hidden_size=hidden,
+        attention_heads=heads,
+        kv_heads=int(spec.get("kv_heads") or heads),
+        head_dim=int(spec.get("head_dim") or hidden // max(heads, 1)),
+        vocab_size=int(spec["vocab_size"]),
+        ffn_hidden_size=int(spec.get("ffn_hidden_size") or expert),
+        experts=int(spec["experts"]),
+        experts_per_token=int(spec["experts_per_token"]),
+        expert_ffn_hidden_size=expert,
+        dense_layers=int(spec.get("dense_layers") or 0),
+        attention=spec.get("attention") or "gqa",
+        gated_mlp=(spec.get("mlp_kind") or "gated") == "gated",
+        tied_embeddings=bool(spec.get("tied_embeddings") or False),
+        **optional,
+    )
+
+
+DENSE_FFN_MISUSED = (
+    "A mixture of experts' expert width is expert_ffn_hidden_size; ffn_hidden_size is only the "
+    "width of its leading dense layers (dense_layers), and it has none."
+)
+MOE_FIELD_ALONE = "Give it with experts > 1 (a mixture of experts), or leave it out."
+MOE_NEEDS = (
+    "A mixture of experts needs layers, hidden_size, attention_heads, vocab_size, experts, "
+    "experts_per_token and expert_ffn_hidden_size."
+)
+
+
+def moe_spec_errors(spec: Mapping[str, Any]) -> dict[str, str] | None:
+    """What is wrong with a payload's catalog `model` or mixture of experts, by field; None when
+    it names neither (the dense checks apply), empty when it is fine."""
+    moe_given = [key for key in (*MOE_SHAPE_FIELDS, *MOE_TRAINING_FIELDS) if spec.get(key)]
+    if spec.get("model"):
+        clash = [
+            key
+            for key in (*SHAPE_SPEC_FIELDS, *MOE_SHAPE_FIELDS, "model_params")
+            if spec.get(key) is not None and spec.get(key) is not False
+        ]
+        if clash:
+            message = "The catalog model sets the shape and the parameters: give model or these."
+            return dict.fromkeys(clash, message)
+        try:
+            catalog_model_of(spec)
+        except EngineInputError as exc:
+            return dict(exc.errors)
+        return {}
+    if not spec_is_moe(spec):
+        if moe_given:
+            return dict.fromkeys(moe_given, MOE_FIELD_ALONE)
+        return None
+    if missing := [key for key in MOE_REQUIRED_FIELDS if spec.get(key) is None]:
+        misused = spec.get("ffn_hidden_size") and not spec.get("dense_layers")
+        if "expert_ffn_hidden_size" in missing and misused:
+            return {"ffn_hidden_size": DENSE_FFN_MISUSED}
+        return dict.fromkeys(missing, MOE_NEEDS)
+    shape = moe_shape_from_spec(spec)
+    if errors := check_shape(shape):
+        return errors
+    if spec.get("ffn_hidden_size") and not shape.dense_layer_count:
+        return {"ffn_hidden_size": DENSE_FFN_MISUSED}
+    params = spec.get("model_params")
+    total = total_params(shape)
+    if params is not None and abs(float(params) - total) > 0.10 * total:
+        return {
+            "model_params": f"{float(params):.4g} parameters given, but the mixture's shape has "
+            f"{total:.4g} in all ({active_params(shape):.4g} active per token); give its total "
+            "or leave model_params out."
+        }
+    return {}
+
+
+def catalog_model_of(spec: Mapping[str, Any]) -> CatalogModel | None:
+    """The catalog model a payload names (`model`), dense or a mixture; None when none."""
+    name = spec.get("model")
+    return find_model(str(name), allow_moe=True) if name else None
 
 
 def shape_from_spec(spec: Mapping[str, Any]) -> ModelShape | None:
-    """The shape a payload gives (None: inferred from model_params)."""
-    if not all(spec.get(key) for key in SHAPE_REQUIRED_FIELDS):
+    """The shape a payload gives (None: inferred from model_params, or a mixture of experts:
+    its dense view comes from TrainingWorkload.moe)."""
+    model = catalog_model_of(spec)
+    if model is not None:
+        return None if model.is_moe else model.model_shape()
+    if spec_is_moe(spec) or not all(spec.get(key) for key in SHAPE_REQUIRED_FIELDS):
         return None
     values: dict[str, Any] = {}
     for key, name in SHAPE_SPEC_FIELDS.items():
@@ -259,7 +441,19 @@ def workload_from_spec(spec: Mapping[str, Any], **overrides: Any) -> TrainingWor
         for key, (name, convert) in _SPEC_FIELDS.items()
         if spec.get(key) is not None
     }
+    for key in MOE_TRAINING_FIELDS:
+        if spec.get(key) is not None:
+            values[key] = int(spec[key]) if key == "moe_mtp_depth" else float(spec[key])
+    model = catalog_model_of(spec)
     shape = shape_from_spec(spec)
+    if model is not None and not model.is_moe:
+        values["params"] = float(model.params)  # the published count, as the inference side
+    if model is not None and model.is_moe:
+        values["moe"] = model.moe_shape()
+    elif spec_is_moe(spec):
+        values["moe"] = moe_shape_from_spec(spec)
+    if "moe" in values:
+        values["params"] = total_params(values["moe"])  # every expert: what memory holds
     if shape is not None:
         values["shape"] = shape
         values.setdefault("params", float(shape.params))

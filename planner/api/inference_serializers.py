@@ -77,7 +77,16 @@ class InferenceEstimateOutputSerializer(InferenceOptionSerializer):
     options = InferenceOptionSerializer(many=True)
     engine_label = serializers.CharField(allow_null=True, default=None)
     model = serializers.CharField(allow_null=True, help_text="The model catalog's name, if any.")
-    model_params = serializers.FloatField()
+    model_params = serializers.FloatField(help_text="Total parameters (every expert's).")
+    active_params = serializers.FloatField(
+        help_text="Parameters one token uses (a mixture of experts' top-k and shared experts; "
+        "all of a dense model's)."
+    )
+    moe = serializers.JSONField(
+        allow_null=True,
+        help_text="A mixture of experts' fields (experts, experts_per_token, shared_experts, "
+        "expert_ffn_hidden_size, dense_layers, attention, …); null for a dense model.",
+    )
     shape = serializers.DictField(
         child=serializers.IntegerField(allow_null=True),
         help_text="layers, hidden_size, attention_heads, kv_heads, head_dim, ffn_hidden_size, "

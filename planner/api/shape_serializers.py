@@ -7,6 +7,13 @@ The shape is `layers`, `hidden_size` and `attention_heads` together, refined by
 `model_params`; with it `model_params` may be left out (the shape's own count is used) and,
 when given, must agree with the shape's count within 10 %. Every degree may be fixed; those
 the model or the batch cannot take are a 400 naming the field (engine.capacity.workload).
+
+`model` names a catalog model instead (engine.model_catalog; dense or a mixture of experts),
+and `experts` > 1 with `experts_per_token`, `expert_ffn_hidden_size` (and optionally
+`shared_experts`, `dense_layers`, `attention` "mla" with its ranks) enters a mixture of experts
+by its shape: N is then its total, the FLOPs count its active parameters
+(docs/capacity-planning.md, "Mixture of experts"). `ffn_hidden_size` given for a mixture with
+no dense layers is a 400 saying expert_ffn_hidden_size is meant.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from rest_framework import serializers
 from core.bounds import bounded_float, bounded_int
 from core.strict import StrictFieldsMixin
 from engine.memory import MLP_KINDS
+from engine.moe import ATTENTION_KINDS
 from planner.plans import workload_errors
 
 
@@ -56,6 +64,47 @@ class TrainingModelSerializer(StrictFieldsMixin, serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="The output projection shares the input embedding (needs vocab_size).",
+    )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="A model catalog name (dense or a mixture of experts): its published shape.",
+    )
+    experts = _optional_int("experts", "Routed experts per MoE layer (> 1: a mixture).")
+    experts_per_token = _optional_int("experts", "Routed experts each token goes to (top-k).")
+    shared_experts = _optional_int("shared_experts", "Experts every token goes to (default 0).")
+    expert_ffn_hidden_size = _optional_int("ffn_hidden_size", "One expert's FFN width.")
+    dense_layers = _optional_int(
+        "dense_layers", "Leading layers with a dense FFN of ffn_hidden_size (default 0)."
+    )
+    attention = serializers.ChoiceField(
+        choices=list(ATTENTION_KINDS),
+        required=False,
+        help_text='"gqa" (multi-head or grouped-query; default) or "mla" (latent attention).',
+    )
+    head_dim = _optional_int("head_dim", "Width of a head (default hidden_size ÷ heads).")
+    q_lora_rank = _optional_int("latent_rank", "MLA: the query's low-rank width (0: none).")
+    kv_lora_rank = _optional_int("latent_rank", "MLA: the compressed KV latent's width.")
+    qk_rope_head_dim = _optional_int("latent_rank", "MLA: the decoupled RoPE key per head.")
+    v_head_dim = _optional_int("latent_rank", "MLA: a value head's width (0: head_dim).")
+    moe_capacity_factor = bounded_float(
+        "capacity_factor",
+        required=False,
+        allow_null=True,
+        help_text="The busiest expert's load over the mean (default 1.25, Switch Transformer).",
+    )
+    moe_a2a_overlap = bounded_float(
+        "share_or_zero",
+        required=False,
+        allow_null=True,
+        help_text="Share of compute the experts' all-to-all hides behind (default 0.5).",
+    )
+    moe_mtp_depth = _optional_int(
+        "mtp_depth", "Multi-token prediction modules trained along (DeepSeek-V3: 1)."
+    )
+    ep_degree = _optional_int(
+        "ep_degree", "Fix expert parallelism (inside dp); must divide the experts."
     )
     tp_degree = _optional_int("tp_degree", "Fix tensor parallelism; must divide the heads.")
     pp_degree = _optional_int("pp_degree", "Fix pipeline parallelism; must divide the layers.")

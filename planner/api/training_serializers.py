@@ -172,6 +172,9 @@ class ParallelismOutputSerializer(serializers.Serializer):
     virtual_stages = serializers.IntegerField(allow_null=True)
     cp = serializers.IntegerField(allow_null=True)
     dp = serializers.IntegerField(allow_null=True)
+    ep = serializers.IntegerField(
+        allow_null=True, help_text="Expert parallelism (inside dp; 1 for a dense model)."
+    )
     micro_batch = serializers.IntegerField(allow_null=True, help_text="Sequences.")
     micro_batches = serializers.IntegerField(allow_null=True, help_text="Per step and replica.")
     global_batch_sequences = serializers.IntegerField(allow_null=True)
@@ -243,9 +246,23 @@ class AcceleratorRefSerializer(serializers.Serializer):
     name = serializers.CharField()
 
 
+class TrainedModelOutputSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True, help_text="The catalog name; null: entered.")
+    total_params = serializers.FloatField(help_text="Every weight (memory holds them all).")
+    active_params = serializers.FloatField(
+        help_text="Weights one token uses (the FLOPs' N); = total_params for a dense model."
+    )
+    mixture_of_experts = serializers.BooleanField()
+    experts = serializers.IntegerField(allow_null=True)
+    experts_per_token = serializers.IntegerField(allow_null=True)
+    shared_experts = serializers.IntegerField(allow_null=True)
+    attention = serializers.CharField()
+
+
 class TrainingEstimateOutputSerializer(serializers.Serializer):
     feasible = serializers.BooleanField()
     reason = serializers.CharField(allow_blank=True, help_text="Why not feasible; empty if it is.")
+    model = TrainedModelOutputSerializer()
     accelerator = AcceleratorRefSerializer()
     total_flops = serializers.FloatField()
     days = serializers.FloatField(allow_null=True)

@@ -19,6 +19,7 @@ from engine.capacity import (
     estimate_training,
     plan_capacity,
 )
+from engine.capacity.plan import model_summary
 from engine.sensitivity import Lever, lever_roi, sensitivity
 from inventory.models import AcceleratorModel
 from planner.estimates import EstimateInputError
@@ -182,8 +183,9 @@ def compute(
             "tied_embeddings": shape.tied_embeddings,
             "shape_params": shape.params,
             "params": workload.params,
-            "source": "given" if workload.shape else "inferred",
+            "source": "given" if workload.shape or workload.moe else "inferred",
         },
+        "model": model_summary(workload, (plan.workload or {}).get("model") or None),
         "state_gb": float(evaluated["state_bytes"].iloc[0]) / GB,
         "summary": summary,
         "columns": list(OPTION_COLUMN_NAMES),

@@ -10,7 +10,12 @@ from engine.capacity import (
     PlannerInputError,
     TrainingWorkload,
 )
-from engine.capacity.workload import SHAPE_REQUIRED_FIELDS, shape_from_spec, workload_from_spec
+from engine.capacity.workload import (
+    SHAPE_REQUIRED_FIELDS,
+    moe_spec_errors,
+    shape_from_spec,
+    workload_from_spec,
+)
 from engine.limits import range_error
 from engine.memory import shape_params_error
 from engine.reliability import MIN_FAILURE_EXPOSURE_CARD_HOURS  # noqa: F401 (the rule)
@@ -68,6 +73,7 @@ OPTION_COLUMNS: tuple[tuple[str, str, float], ...] = (
     ("dp", "dp", 1),
     ("virtual_stages", "vp", 1),
     ("cp", "cp", 1),
+    ("ep", "ep", 1),
     ("micro_batch", "micro_batch", 1),
     ("micro_batches", "micro_batches", 1),
     ("days", "days", 1),
@@ -130,6 +136,7 @@ WHOLE_NUMBER_COLUMNS = (
     "dp",
     "virtual_stages",
     "cp",
+    "ep",
     "micro_batch",
     "micro_batches",
     "min_cards_memory",
@@ -180,7 +187,11 @@ def model_spec_errors(spec: Mapping[str, Any]) -> dict[str, str]:
     apart by more than 10 % (engine.memory.shape_params_error). Empty when it is fine.
 
     For requests (the API, the planner form); a stored plan's computation does not re-check
-    the 10 % (the engine takes N as given beside a partial shape)."""
+    the 10 % (the engine takes N as given beside a partial shape). A catalog `model` or a
+    mixture of experts has its own checks (engine.capacity.workload.moe_spec_errors)."""
+    moe_errors = moe_spec_errors(spec)
+    if moe_errors is not None:
+        return moe_errors
     given = [key for key in SHAPE_REQUIRED_FIELDS if spec.get(key) is not None]
     if given and len(given) < len(SHAPE_REQUIRED_FIELDS):
         return {key: SHAPE_TOGETHER for key in SHAPE_REQUIRED_FIELDS if key not in given}

@@ -142,18 +142,25 @@ def test_each_moe_shape_counts_its_published_total_and_active_parameters(name):
     assert model.active_params() < 0.35 * model.total_params()
 
 
+def test_a_caller_that_does_not_model_experts_refuses_them_saying_why():
+    with pytest.raises(UnknownModelError) as refused:
+        find_model("mixtral-8x7b", allow_moe=False)
+    assert "mixture-of-experts" in refused.value.errors["model"]
+    assert find_model("mixtral-8x7b").is_moe
+
+
 def test_deepseek_v3_has_mla_and_one_shared_expert():
-    model = find_model("deepseek-ai/DeepSeek-V3")
+    model = find_model("deepseek-ai/DeepSeek-V3", allow_moe=True)
     shape = model.moe_shape()
     assert (shape.attention, shape.kv_lora_rank, shape.qk_rope_head_dim) == ("mla", 512, 64)
     assert (shape.experts, shape.experts_per_token, shape.shared_experts) == (256, 8, 1)
     assert (shape.dense_layer_count, shape.moe_layer_count, shape.expert_ffn) == (3, 58, 2048)
     assert model.moe_fields()["attention"] == "mla"
-    assert find_model("DeepSeek-R1").moe_shape() == shape
+    assert find_model("DeepSeek-R1", allow_moe=True).moe_shape() == shape
 
 
 def test_mixtral_8x7b_is_found_and_every_layer_is_sparse():
-    shape = find_model("mixtral 8x7b").moe_shape()
+    shape = find_model("mixtral 8x7b", allow_moe=True).moe_shape()
     assert (shape.moe_layer_count, shape.expert_ffn, shape.kv_heads) == (32, 14336, 8)
 
 
