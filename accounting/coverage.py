@@ -100,12 +100,13 @@ def coverage_windows(
     return covered_windows(spans[list(SPAN_COLUMNS)], period_start, period_end)
 
 
-def with_coverage(pools: pd.DataFrame, coverage: Coverage) -> pd.DataFrame:
-    """The pool frame with its cluster's coverage and why utilization is what it is."""
+def with_coverage(pools: pd.DataFrame, coverage: Coverage, source: str = "") -> pd.DataFrame:
+    """The pool frame with its cluster's coverage and why utilization is what it is
+    (``source``: the usage source when not Slurm, `accounting.usage_sources`)."""
     return pools.assign(
         coverage_share=coverage.share,
         coverage_text=coverage.text(),
-        utilization_reason=coverage.reason(),
+        utilization_reason=coverage.reason(source),
     )
 
 

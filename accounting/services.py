@@ -39,6 +39,7 @@ from django.core.exceptions import SuspiciousFileOperation
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils.text import get_valid_filename
 
+from accounting import usage_sources
 from accounting.coverage import import_stale_reason
 from accounting.imports.as_of import fallback_as_of, note_as_of, store_as_of
 from accounting.imports.rows import (
@@ -342,20 +343,13 @@ def create_import_job(
     if kind not in ImportKind.values:
         errors["kind"] = f"Must be one of {', '.join(ImportKind.values)}."
     _validate_timezone(timezone_name, errors)
+    # One source kind per cluster (docs/kubernetes-usage.md): refused now, not in the worker.
+    if refusal := usage_sources.upload_refusal(cluster):
+        errors["cluster"] = refusal
     if upload is not None:
         size = upload.size or 0
-        if size == 0:
-            errors["file"] = "The file is empty."
-        elif size > max_upload_bytes():
-            errors["file"] = f"The file is larger than {max_upload_bytes() // 2**20} MB."
-        elif problem := upload_text_problem(upload, kind):
-            errors["file"] = f"The file is {problem}."
-        elif kind == ImportKind.XLSX:
-            # Refuse a zip bomb (or a non-workbook) now, not in the worker after storing it.
-            try:
-                check_xlsx_archive(upload, max_uncompressed_bytes=DEFAULT_MAX_XLSX_INFLATED_BYTES)
-            except UnsafeArchive as exc:
-                errors["file"] = f"The XLSX file was refused: {exc}."
+        if problem := _file_problem(upload, kind, size):
+            errors["file"] = problem
     else:
         size = size_bytes or 0
     if (report_period_start is None) != (report_period_end is None):
@@ -393,6 +387,23 @@ def create_import_job(
     if queue:
         _queue(job)
     return job
+
+
+def _file_problem(upload, kind: str, size: int) -> str | None:
+    """Why an uploaded file is refused at once (empty, too large, not text, an unsafe XLSX)."""
+    if size == 0:
+        return "The file is empty."
+    if size > max_upload_bytes():
+        return f"The file is larger than {max_upload_bytes() // 2**20} MB."
+    if problem := upload_text_problem(upload, kind):
+        return f"The file is {problem}."
+    if kind == ImportKind.XLSX:
+        # Refuse a zip bomb (or a non-workbook) now, not in the worker after storing it.
+        try:
+            check_xlsx_archive(upload, max_uncompressed_bytes=DEFAULT_MAX_XLSX_INFLATED_BYTES)
+        except UnsafeArchive as exc:
+            return f"The XLSX file was refused: {exc}."
+    return None
 
 
 def _refuse_other_teams(job: ImportJob, upload) -> None:

@@ -65,13 +65,15 @@ class Coverage:
             return f"usage covers {days}"
         return f"usage covers {days}, {self.clusters_covered} of {self.clusters} clusters"
 
-    def reason(self) -> str:
-        """Why the utilization is measured or planned, in one sentence."""
+    def reason(self, source: str = "") -> str:
+        """Why the utilization is measured or planned, in one sentence; ``source`` names where
+        the usage came from when not Slurm ("measured (Kubernetes)")."""
         if self.covered_card_hours <= 0:
             return "no usage records in the period: the planned value is used"
         share = self.share or 0.0
         if self.uses_measured:
-            return f"measured over the covered days: {self.text()} ({share:.0%} of card-days)"
+            measured = f"measured ({source})" if source else "measured"
+            return f"{measured} over the covered days: {self.text()} ({share:.0%} of card-days)"
         return (
             f"{self.text()} ({share:.0%} of card-days, below the "
             f"{MIN_COVERED_SHARE:.0%} rule): the planned value is used"

@@ -19,5 +19,11 @@ class TelemetryConfig(AppConfig):
         usage_imported.connect(
             refuse_slurm_into_kubernetes, dispatch_uid="telemetry.kubernetes.one_source_kind"
         )
+        # ... and is refused at upload (a 400); analyses name the source ("measured (Kubernetes)").
+        from accounting.usage_sources import register_source_names, register_upload_check
+        from telemetry.kubernetes.services import kubernetes_clusters, kubernetes_upload_refusal
+
+        register_upload_check("kubernetes", kubernetes_upload_refusal)
+        register_source_names("kubernetes", kubernetes_clusters)
         # Analyses read the MFU proxy through the planner's hook: planner may not import us.
         register_provider(TELEMETRY, measured_factors)

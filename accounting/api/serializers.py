@@ -462,6 +462,9 @@ class CoverageSerializer(serializers.Serializer):
     records = serializers.IntegerField()
     first_start = serializers.DateTimeField()
     last_time = serializers.DateTimeField()
+    provenance = serializers.CharField(
+        help_text='Where the records came from: "measured (Slurm)" or "measured (Kubernetes)".'
+    )
 
 
 class ReportSerializer(serializers.Serializer):

@@ -7,6 +7,7 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 
+from accounting import usage_sources
 from accounting.coverage import coverage_windows, with_coverage
 from accounting.selectors.frames import (
     assign_accounting_pools,
@@ -119,7 +120,8 @@ def apply_measured_usage(
         return pools, groups
     windows = coverage_windows([cluster_id], period_start, period_end)
     coverage = coverage_of(inventory, windows, period_start, period_end)
-    pools = with_coverage(pools, coverage)
+    source = usage_sources.source_names([cluster_id])[cluster_id]
+    pools = with_coverage(pools, coverage, "" if source == usage_sources.SLURM else source)
     if not coverage.uses_measured:
         return pools, groups
     inventory = clip_inventory(inventory, windows)

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count, Max, Min
 
+from accounting import usage_sources
 from accounting.models import UsageRecord
 from accounting.selectors.frames import (
     GROUP_COLUMNS,
@@ -92,7 +93,8 @@ def utilization_report(scope: AccountingScope, inputs: ScopeInputs | None = None
 
 
 def coverage_rows(cluster_ids: Sequence[int] | None) -> list[dict[str, Any]]:
-    """Per cluster: how many records, and the time span they cover."""
+    """Per cluster: how many records, the time span they cover and where they came from
+    ("measured (Slurm)", "measured (Kubernetes)")."""
     records = UsageRecord.objects.all()
     if cluster_ids is not None:
         records = records.filter(cluster_id__in=cluster_ids)
@@ -101,6 +103,8 @@ def coverage_rows(cluster_ids: Sequence[int] | None) -> list[dict[str, Any]]:
         .annotate(first_start=Min("start"), last_start=Max("start"), last_end=Max("end"))
         .order_by("cluster__name")
     )
+    rows = list(spans.annotate(records=Count("pk")))
+    sources = usage_sources.source_names([row["cluster_id"] for row in rows])
     return [
         {
             "cluster_id": row["cluster_id"],
@@ -108,6 +112,7 @@ def coverage_rows(cluster_ids: Sequence[int] | None) -> list[dict[str, Any]]:
             "records": row["records"],
             "first_start": row["first_start"],
             "last_time": max(t for t in (row["last_start"], row["last_end"]) if t is not None),
+            "provenance": f"measured ({sources[row['cluster_id']]})",
         }
-        for row in spans.annotate(records=Count("pk"))
+        for row in rows
     ]

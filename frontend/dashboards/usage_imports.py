@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from access.pages import role_required
-from access.roles import PLANNER, has_role
+from access.roles import ADMIN, PLANNER, has_role
 from accounting import services
 from accounting.models import ImportJob
 from accounting.parsing.tabular import OPTIONAL_TABLE_COLUMNS, REQUIRED_TABLE_COLUMNS
@@ -171,6 +171,7 @@ def usage_import_list(request: HttpRequest):
         "is_paginated": page.has_other_pages(),
         "jobs": page.object_list,
         "can_import": has_role(request.user, PLANNER),
+        "can_admin": has_role(request.user, ADMIN),  # the Kubernetes sources page is theirs
     }
     return render(request, "frontend/dashboards/usage_import_list.html", context)
 

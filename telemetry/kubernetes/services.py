@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -82,6 +82,13 @@ def slurm_usage_refusal(cluster: Cluster) -> str | None:
     return None
 
 
+ONE_SOURCE_KIND = (
+    "takes its GPU allocation from Kubernetes (a cluster takes it from one source kind, so "
+    "no pool counts twice): delete its Kubernetes source first"
+)
+KUBERNETES = "Kubernetes"
+
+
 def refuse_slurm_into_kubernetes(sender: Any, cluster_id: int, **kwargs: Any) -> None:
     """usage_imported receiver: a Slurm import or pull into a cluster that takes allocation
     from Kubernetes fails, inside its transaction, so nothing of it is stored."""
@@ -90,11 +97,21 @@ def refuse_slurm_into_kubernetes(sender: Any, cluster_id: int, **kwargs: Any) ->
     if sender is KubernetesSource:
         return
     if KubernetesSource.objects.filter(cluster_id=cluster_id).exists():
-        reason = (
-            "this cluster takes its GPU allocation from Kubernetes (a cluster takes it from "
-            "one source kind, so no pool counts twice): delete its Kubernetes source first"
-        )
-        raise UsageValidationError([LineIssue(1, "Cluster", reason)])
+        raise UsageValidationError([LineIssue(1, "Cluster", f"this cluster {ONE_SOURCE_KIND}")])
+
+
+def kubernetes_upload_refusal(cluster: Cluster) -> str | None:
+    """accounting.usage_sources upload check: a Slurm upload into a Kubernetes cluster is a
+    400 at once, not a failure in the worker."""
+    if KubernetesSource.objects.filter(cluster_id=cluster.pk).exists():
+        return f"Cluster {cluster.name} {ONE_SOURCE_KIND}."
+    return None
+
+
+def kubernetes_clusters(cluster_ids: Sequence[int]) -> dict[int, str]:
+    """accounting.usage_sources source names: the clusters that take usage from Kubernetes."""
+    found = KubernetesSource.objects.filter(cluster_id__in=list(cluster_ids))
+    return dict.fromkeys(found.values_list("cluster_id", flat=True), KUBERNETES)
 
 
 # -- queueing ------------------------------------------------------------------------------
