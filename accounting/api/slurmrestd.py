@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from access.roles import ADMIN
+from accounting import usage_sources
 from accounting.slurmrestd_source import SlurmrestdSource
 from core.bounds import WithinDates
 from core.jobs.status import JobStatus
@@ -58,6 +59,13 @@ class SlurmrestdSourceSerializer(serializers.ModelSerializer):
     def validate_token(self, value: str) -> str:
         if value and not TOKEN_PATTERN.match(value):
             raise serializers.ValidationError("Not a JWT: base64url parts joined by dots.")
+        return value
+
+    def validate_cluster(self, value):
+        """One source kind per cluster (docs/kubernetes-usage.md): no Slurm source where
+        Kubernetes gives the allocation."""
+        if refusal := usage_sources.upload_refusal(value):
+            raise serializers.ValidationError(refusal)
         return value
 
     def validate_cursor(self, value):

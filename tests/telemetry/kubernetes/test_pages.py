@@ -234,3 +234,19 @@ def test_admins_find_the_kubernetes_sources_from_the_usage_imports_page(
     link = 'href="/usage/kubernetes-sources/"'
     assert link in client_for(fleet_admin).get("/usage/imports/").content.decode()
     assert link not in client_for(planner).get("/usage/imports/").content.decode()
+
+
+def test_a_live_slurm_source_on_a_kubernetes_cluster_is_a_400_naming_the_rule(
+    inference_cluster, client_for, fleet_admin, settings
+):
+    from accounting.slurmrestd_source import SlurmrestdSource
+    from telemetry.kubernetes.models import KubernetesSource
+
+    settings.FLEETWISE_OUTBOUND_ALLOW_LOOPBACK = True
+    cluster, _pool, _group = inference_cluster
+    KubernetesSource.objects.create(cluster=cluster, url="http://127.0.0.1:9090")
+    body = {"cluster": cluster.pk, "url": "http://127.0.0.1:6820", "user_name": "root"}
+    answer = client_for(fleet_admin).post("/api/v1/slurmrestd-sources/", body, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "one source kind" in " ".join(answer.json()["cluster"])
+    assert not SlurmrestdSource.objects.exists()
