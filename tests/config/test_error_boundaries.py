@@ -78,6 +78,7 @@ def test_metered_energies_out_of_range_are_refused_at_entry(
 
 def test_metered_energies_in_range_are_kept(client_for, planner):
     payload = {"name": "Oslo", "metered_facility_energy_kwh": 1.2e6, "metered_it_energy_kwh": 1e6}
+    payload |= {"tariff_per_kwh": 0.1, "currency": "NOK"}
     response = client_for(planner).post(SITES, payload, format="json")
     assert response.status_code == 201, response.content
 

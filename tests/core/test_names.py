@@ -78,7 +78,8 @@ def test_the_error_names_the_character_and_a_good_name_still_saves(client_for, p
         "A name is one line of visible text: no control characters (line breaks, tabs), "
         "direction overrides or zero-width characters. Found U+202E (RIGHT-TO-LEFT OVERRIDE)."
     ]
-    good = client.post("/api/v1/sites/", {"name": "Zürich DC 東京"}, format="json")
+    money = {"tariff_per_kwh": 0.2, "currency": "CHF"}
+    good = client.post("/api/v1/sites/", {"name": "Zürich DC 東京", **money}, format="json")
     assert good.status_code == 201, good.content
     site_id = good.json()["id"]
     renamed = client.patch(f"/api/v1/sites/{site_id}/", {"name": "Zürich\r\nDC"}, format="json")
@@ -186,7 +187,10 @@ def test_an_inventory_import_row_with_an_unsafe_name_is_a_row_error(demo_fleet):
     from inventory.imports.reading import parse_text
     from inventory.imports.rows import preview_import
 
-    text = "name,location\nOslo\u202eDC3,Norway\nBergen,Nor\u200bway\nFine,Norway\n"
+    text = (
+        "name,location,tariff_per_kwh,currency\nOslo\u202eDC3,Norway,0.1,NOK\n"
+        "Bergen,Nor\u200bway,0.1,NOK\nFine,Norway,0.1,NOK\n"
+    )
     preview = preview_import("sites", parse_text(text))
     messages = [str(error) for row in preview.rows for error in row.errors]
     assert len(messages) == 2, messages

@@ -112,7 +112,11 @@ def test_the_inventory_import_reads_assumptions_with_the_same_bounds():
 
     deep = json.dumps(json.loads(nested(40))).replace('"', '""')
     huge, fine = '"{""mtbf_card_hours"": 1e400}"', '"{""mtbf_card_hours"": 30000}"'
-    text = f'name,assumptions\nDeep,"{deep}"\nHuge,{huge}\nFine,{fine}\n'
+    money = "0.1,EUR"  # a new site states its tariff and currency
+    text = (
+        f'name,tariff_per_kwh,currency,assumptions\nDeep,{money},"{deep}"\n'
+        f"Huge,{money},{huge}\nFine,{money},{fine}\n"
+    )
     preview = preview_import("sites", parse_text(text))
     errors = {error.row: error.message for row in preview.rows for error in row.errors}
     assert errors[2] == (
