@@ -227,18 +227,26 @@ def _live_source(world: SimpleNamespace) -> None:
     world.slurmrestd_source = SlurmrestdSource.objects.create(
         cluster=world.cluster, url="http://127.0.0.1:9", user_name="root"
     )
+    from inventory.models import Cluster, NodeGroup
     from telemetry.kubernetes.models import (
         KubernetesNodeRule,
         KubernetesSource,
         KubernetesTeamRule,
     )
+    from tests.support.builders import add_h100_pool
 
-    # Beside the Slurm source only in this table of routes: the API refuses the pair.
+    # A cluster of its own: one source kind per cluster, and alpha takes Slurm usage.
+    world.kube_cluster = Cluster.objects.create(
+        site=world.site, name="kube", commissioned_on=dt.date(2024, 1, 1)
+    )
+    kube_pool = add_h100_pool(world.kube_cluster, "kube-h100")
     world.kubernetes_source = KubernetesSource.objects.create(
-        cluster=world.cluster, url="http://127.0.0.1:9"
+        cluster=world.kube_cluster, url="http://127.0.0.1:9"
     )
     world.kubernetes_node_rule = KubernetesNodeRule.objects.create(
-        source=world.kubernetes_source, pattern="gpu*", node_group=world.nodegroup
+        source=world.kubernetes_source,
+        pattern="gpu*",
+        node_group=NodeGroup.objects.get(pool=kube_pool),
     )
     world.kubernetes_team_rule = KubernetesTeamRule.objects.create(
         source=world.kubernetes_source, pattern="ml-*", team="team-a"
