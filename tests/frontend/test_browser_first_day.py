@@ -14,10 +14,8 @@ tests/support/inline.py does, while the page waits for it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import io
-import os
 import re
 import time
 from collections import defaultdict
@@ -205,22 +203,6 @@ def chargeback_problems(table: dict) -> list[str]:
         if abs(charged - expected) > 1.0:
             problems.append(f"charged to teams in {currency}: {charged:,.0f}, not {expected:,.0f}")
     return problems
-
-
-@pytest.fixture
-def jobs_run_here():
-    """What the walk sends goes to a queue of its own that no worker consumes: it runs the jobs
-    in this process, and a worker thread another test started must not race it."""
-    from config.celery_app import app
-
-    queue, previous = f"first-day-{os.getpid()}", app.conf.task_default_queue
-    app.conf.task_default_queue = queue
-    try:
-        yield
-    finally:
-        app.conf.task_default_queue = previous
-        with app.connection_for_write() as conn, contextlib.suppress(Exception):
-            conn.default_channel.queue_purge(queue)
 
 
 @pytest.mark.timeout(300)

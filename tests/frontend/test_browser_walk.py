@@ -125,7 +125,9 @@ INVENTED = re.compile(
 )
 
 
-def test_an_inventory_without_usage_shows_no_data_and_invents_nothing(browser_page, no_usage):
+def test_an_inventory_without_usage_shows_no_data_and_invents_nothing(
+    jobs_run_here, browser_page, no_usage
+):
     """The demo fleet, no usage ever imported: every page says "no data" where it would show a
     measured figure, and no page shows a measured utilization, an idle cost or advice."""
     from accounting.models import UsageRecord
