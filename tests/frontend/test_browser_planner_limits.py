@@ -18,7 +18,7 @@ TOO_MANY_CARDS = "99999999"
 
 
 @pytest.fixture
-def plan(browser_planner):
+def plan(browser_planner, jobs_run_here):
     from inventory.services import load_demo_fleet
     from planner import plans
 

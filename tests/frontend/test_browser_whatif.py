@@ -11,7 +11,9 @@ from tests.support.inline import run_plan_inline
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_plan_what_if_recomputes_through_the_shared_script(browser_page, browser_planner):
+def test_plan_what_if_recomputes_through_the_shared_script(
+    browser_page, browser_planner, jobs_run_here
+):
     from inventory.services import load_demo_fleet
     from planner import plans
 
