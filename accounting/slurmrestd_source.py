@@ -13,12 +13,11 @@ import re
 import zoneinfo
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, RegexValidator
 from django.db import models
 
-from core.jobs.models import DurableJob
+from core.live_sources import LiveSource
 from core.outbound import validate_base_url
-from core.secrets import decrypt_secret, encrypt_secret
 from inventory.models import Cluster
 
 DEFAULT_API_VERSION = "v0.0.38"
@@ -54,8 +53,10 @@ validate_slurm_name = RegexValidator(
 ENCRYPTION_LABEL = "slurmrestd-token"  # core.secrets: the telemetry tokens' key, its own label
 
 
-class SlurmrestdSource(DurableJob):
+class SlurmrestdSource(LiveSource):
     """Where one cluster's Slurm accounting is read live, and how its pulls are going."""
+
+    TOKEN_LABEL = ENCRYPTION_LABEL
 
     cluster = models.OneToOneField(
         Cluster, on_delete=models.CASCADE, related_name="slurmrestd_source"
@@ -79,7 +80,6 @@ class SlurmrestdSource(DurableJob):
         validators=[validate_slurm_name],
         help_text="Sent as X-SLURM-USER-NAME; it must see every user's jobs (an operator).",
     )
-    token_encrypted = models.TextField(blank=True, editable=False)
     timezone = models.CharField(
         max_length=64,
         default="UTC",
@@ -88,16 +88,10 @@ class SlurmrestdSource(DurableJob):
         "job imported from a sacct file are then one record.",
     )
     enabled = models.BooleanField(default=True, help_text="Pulled by the schedule.")
-    interval_s = models.PositiveIntegerField(
-        default=900, validators=[MinValueValidator(60), MaxValueValidator(86_400)]
-    )
     overlap_s = models.PositiveIntegerField(
         default=3600,
         validators=[MaxValueValidator(7 * 86_400)],
         help_text="Each pull re-reads this much before the cursor (late records).",
-    )
-    timeout_s = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
     cursor = models.DateTimeField(
         null=True,
@@ -105,20 +99,10 @@ class SlurmrestdSource(DurableJob):
         help_text="Last job end seen, held back to the start of jobs still running; the next "
         "pull reads from here minus the overlap. Empty: the last day.",
     )
-    window_start = models.DateTimeField(null=True, blank=True, editable=False)
-    window_end = models.DateTimeField(null=True, blank=True, editable=False)
-    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
-    last_failure_at = models.DateTimeField(null=True, blank=True, editable=False)
-    last_error = models.TextField(blank=True, editable=False)
-    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
-    next_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
     records_read = models.PositiveIntegerField(default=0, editable=False)
     records_created = models.PositiveIntegerField(default=0, editable=False)
     records_updated = models.PositiveIntegerField(default=0, editable=False)
     records_unchanged = models.PositiveIntegerField(default=0, editable=False)
-    warnings = models.JSONField(default=list, blank=True, editable=False)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["cluster"]
@@ -126,16 +110,3 @@ class SlurmrestdSource(DurableJob):
 
     def __str__(self) -> str:
         return f"slurmrestd of {self.cluster}"
-
-    @property
-    def has_token(self) -> bool:
-        return bool(self.token_encrypted)
-
-    def set_token(self, token: str | None) -> None:
-        self.token_encrypted = encrypt_secret(token, label=ENCRYPTION_LABEL) if token else ""
-
-    def token(self) -> str | None:
-        """The JWT, or None when none is stored or the key changed since (enter it again)."""
-        if not self.token_encrypted:
-            return None
-        return decrypt_secret(self.token_encrypted, label=ENCRYPTION_LABEL)

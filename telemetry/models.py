@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import models
 
 from core.jobs.models import DurableJob
+from core.live_sources import EncryptedToken
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool
 from telemetry.kubernetes.models import (  # noqa: F401 - models of this app
     KubernetesNodeRule,
@@ -22,7 +23,7 @@ from telemetry.kubernetes.models import (  # noqa: F401 - models of this app
     KubernetesTeamRule,
 )
 from telemetry.promql import validate_label_selector, validate_prometheus_url
-from telemetry.secrets import decrypt_token, encrypt_token
+from telemetry.secrets import LABEL as TELEMETRY_TOKEN_LABEL
 
 
 class FetchKind(models.TextChoices):
@@ -30,8 +31,10 @@ class FetchKind(models.TextChoices):
     UPLOAD = "upload", "Uploaded OpenMetrics / Prometheus text export"
 
 
-class PrometheusSource(models.Model):
+class PrometheusSource(EncryptedToken):
     """Where one cluster's dcgm-exporter metrics can be queried."""
+
+    TOKEN_LABEL = TELEMETRY_TOKEN_LABEL
 
     cluster = models.OneToOneField(
         Cluster, on_delete=models.CASCADE, related_name="prometheus_source"
@@ -41,7 +44,6 @@ class PrometheusSource(models.Model):
         validators=[validate_prometheus_url],
         help_text="Prometheus base URL, e.g. http://prometheus:9090",
     )
-    token_encrypted = models.TextField(blank=True, editable=False)
     label_selector = models.CharField(
         max_length=300,
         blank=True,
@@ -68,16 +70,6 @@ class PrometheusSource(models.Model):
 
     def __str__(self) -> str:
         return f"Prometheus of {self.cluster}"
-
-    @property
-    def has_token(self) -> bool:
-        return bool(self.token_encrypted)
-
-    def set_token(self, token: str | None) -> None:
-        self.token_encrypted = encrypt_token(token) if token else ""
-
-    def token(self) -> str | None:
-        return decrypt_token(self.token_encrypted) if self.token_encrypted else None
 
 
 class HostPattern(models.Model):

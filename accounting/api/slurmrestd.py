@@ -11,18 +11,16 @@ import re
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from access.roles import ADMIN
 from accounting import usage_sources
+from accounting.api.live_sources import RUN_STATUS, LiveSourceSerializer, read_now
 from accounting.slurmrestd_source import SlurmrestdSource
 from core.bounds import WithinDates
-from core.jobs.status import JobStatus
-from core.logredact import redact
-from core.outbound import without_credentials
 
 # A JWT is three base64url parts joined by dots; nothing else may reach a request header.
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_=+/-]+(\.[A-Za-z0-9_=+/-]*){0,4}$")
@@ -30,22 +28,19 @@ SETTINGS = (
     "cluster", "url", "api_version", "slurm_cluster", "user_name", "timezone", "enabled",
     "interval_s", "overlap_s", "timeout_s", "cursor",
 )  # fmt: skip
-# Settings whose change ends a back-off: the next minute's schedule tries them.
-RECONNECT = frozenset({"url", "api_version", "user_name", "slurm_cluster", "enabled"})
 STATUS = (
-    "has_token", "status", "progress", "error", "queued_at", "started_at", "finished_at",
-    "window_start", "window_end", "last_success_at", "last_failure_at", "last_error",
-    "consecutive_failures", "next_attempt_at", "records_read", "records_created",
-    "records_updated", "records_unchanged", "warnings", "created", "updated",
+    *RUN_STATUS, "records_read", "records_created", "records_updated", "records_unchanged",
+    "warnings", "created", "updated",
 )  # fmt: skip
 
 
-class SlurmrestdSourceSerializer(serializers.ModelSerializer):
+class SlurmrestdSourceSerializer(LiveSourceSerializer):
+    RECONNECT = frozenset({"url", "api_version", "user_name", "slurm_cluster", "enabled"})
+
     token = serializers.CharField(
         write_only=True, required=False, allow_blank=True, max_length=8192,
         help_text="slurmrestd JWT (scontrol token); stored encrypted, never shown. Empty: remove.",
     )  # fmt: skip
-    has_token = serializers.BooleanField(read_only=True)
     cursor = serializers.DateTimeField(
         required=False, allow_null=True, validators=[WithinDates()],
         help_text="Where the next pull starts (less the overlap); empty: the last day.",
@@ -73,35 +68,6 @@ class SlurmrestdSourceSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError("The cursor cannot be in the future.")
         return value
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["url"] = without_credentials(data["url"])  # never shown, however it was stored
-        data["error"] = redact(data["error"] or "")
-        data["last_error"] = redact(data["last_error"] or "")
-        return data
-
-    def create(self, validated_data):
-        token = validated_data.pop("token", None)
-        source = SlurmrestdSource(**validated_data)
-        source.set_token(token)
-        source.save()
-        return source
-
-    def update(self, instance, validated_data):
-        """Only the fields sent are saved: a pull may be writing its own fields meanwhile."""
-        token = validated_data.pop("token", None)
-        for name, value in validated_data.items():
-            setattr(instance, name, value)
-        changed = [*validated_data, "updated"]
-        if token is not None:
-            instance.set_token(token)
-            changed.append("token_encrypted")
-        if token is not None or set(validated_data) & RECONNECT:
-            instance.next_attempt_at = None  # new credentials or address: no back-off wait
-            changed.append("next_attempt_at")
-        instance.save(update_fields=changed)
-        return instance
-
 
 class SlurmrestdSourceViewSet(viewsets.ModelViewSet):
     queryset = SlurmrestdSource.objects.select_related("cluster").order_by("pk")
@@ -113,11 +79,4 @@ class SlurmrestdSourceViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def pull(self, request: Request, pk: str | None = None) -> Response:
         """Pull now, whatever the schedule or back-off says (409 while a pull runs)."""
-        from accounting.slurmrestd.services import queue_pull
-
-        source = self.get_object()
-        if source.status == JobStatus.RUNNING:
-            return Response({"detail": "A pull is running."}, status=status.HTTP_409_CONFLICT)
-        queue_pull(source)
-        source.refresh_from_db()
-        return Response(self.get_serializer(source).data, status=status.HTTP_202_ACCEPTED)
+        return read_now(self, "pull")

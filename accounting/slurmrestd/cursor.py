@@ -61,13 +61,3 @@ def next_cursor(
     floor = previous if previous is not None else window.start
     last_end = max([floor, *seen])
     return min([last_end, *running_starts])
-
-
-def backoff_s(failures: int, interval_s: int, max_backoff_s: int = MAX_BACKOFF_S) -> int:
-    """Seconds to wait after ``failures`` failed pulls in a row: the interval, doubled per
-    further failure, capped at ``max_backoff_s`` (or the interval, when that is longer)."""
-    if failures <= 0:
-        return interval_s
-    cap = max(interval_s, max_backoff_s)
-    doublings = min(failures - 1, 32)  # 2**32 intervals is past any cap
-    return int(min(cap, interval_s * 2**doublings))

@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounting.imports.rows import (
@@ -29,26 +27,20 @@ from accounting.imports.rows import (
     usage_rows,
 )
 from accounting.imports.writers import usage_writer
+from accounting.live_source_runs import record_failure
 from accounting.parsing import UsageValidationError
 from accounting.parsing.slurm_json import iter_slurm_json_chunks
 from accounting.reader_limits import configure_readers
 from accounting.signals import usage_imported
 from accounting.slurmrestd.client import JobsAnswer, SlurmrestdClient, SlurmrestdError
-from accounting.slurmrestd.cursor import Window, backoff_s, next_cursor, pull_window
+from accounting.slurmrestd.cursor import Window, next_cursor, pull_window
 from accounting.slurmrestd_source import SlurmrestdSource
 from core.jobs import lifecycle
-from core.jobs.dispatch import send_or_defer
-from core.jobs.status import JobStatus
-from inventory.models import Cluster, hidden_cluster_ids
+from inventory.models import Cluster
 
 logger = logging.getLogger(__name__)
 
 RUNNING_STATE = "running"
-# The fields a new run sets (a pull never saves the settings an admin may be editing).
-RUN_FIELDS = (
-    "run_id", "status", "progress", "error", "queued_at", "started_at", "finished_at",
-    "heartbeat_at",
-)  # fmt: skip
 
 
 class PullRefused(Exception):
@@ -62,40 +54,6 @@ class PullOutcome:
     rows: list[pd.DataFrame] = field(default_factory=list)
     running_starts: list[dt.datetime] = field(default_factory=list)
     unknown_gres: set[str] = field(default_factory=set)
-
-
-# -- queueing ------------------------------------------------------------------------------
-
-
-def due_sources(now: dt.datetime) -> QuerySet:
-    """Enabled sources whose next attempt has come and that hold no live run (a run queued
-    longer than the stall threshold ago is taken for lost and queued again)."""
-    lost_before = now - dt.timedelta(seconds=settings.FLEETWISE_STALLED_AFTER_S)
-    return (
-        SlurmrestdSource.objects.filter(enabled=True)
-        .exclude(cluster_id__in=hidden_cluster_ids())  # a deleted cluster is not pulled
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-        .exclude(status=JobStatus.RUNNING)
-        .exclude(status=JobStatus.QUEUED, queued_at__gt=lost_before)
-    )
-
-
-def queue_pull(source: SlurmrestdSource) -> bool:
-    """Give the source a new run and send its task after commit; False when another caller
-    queued it first (the row's run changed since it was read)."""
-    previous = source.run_id
-    lifecycle.reset_run(source)
-    changes = {name: getattr(source, name) for name in RUN_FIELDS}
-    if not SlurmrestdSource.objects.filter(pk=source.pk, run_id=previous).update(**changes):
-        return False
-    send_or_defer(source)
-    return True
-
-
-def queue_due_pulls(now: dt.datetime | None = None) -> int:
-    """The beat's step: queue every due source; how many were queued."""
-    now = now or timezone.now()
-    return sum(queue_pull(source) for source in due_sources(now))
 
 
 # -- one pull ------------------------------------------------------------------------------
@@ -217,17 +175,6 @@ def _announce(cluster: Cluster, window: Window) -> None:
         SlurmrestdSource, cluster_id=cluster.pk, reason=_stale_reason(cluster, window)
     )
     queue_refresh([cluster.pk])
-
-
-def record_failure(source: SlurmrestdSource, run_id: Any, reason: str, now: dt.datetime) -> bool:
-    """The run failed: why, when, one more failure in a row and the next try after back-off;
-    the cursor and the stored records stay as they were."""
-    failures = source.consecutive_failures + 1
-    wait = dt.timedelta(seconds=backoff_s(failures, source.interval_s))
-    return lifecycle.fail(
-        SlurmrestdSource, source.pk, run_id, reason, last_error=reason[: lifecycle.MAX_ERROR_CHARS],
-        last_failure_at=now, consecutive_failures=failures, next_attempt_at=now + wait,
-    )  # fmt: skip
 
 
 def run_pull(pk: int, run_id: str) -> dict[str, Any]:

@@ -11,15 +11,13 @@ from __future__ import annotations
 import re
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from access.roles import ADMIN
-from core.jobs.status import JobStatus
-from core.logredact import redact
-from core.outbound import without_credentials
+from accounting.api.live_sources import RUN_STATUS, LiveSourceSerializer, read_now
 from telemetry.kubernetes.models import KubernetesNodeRule, KubernetesSource, KubernetesTeamRule
 
 # A bearer token: visible ASCII without spaces; nothing else may reach a request header.
@@ -28,21 +26,19 @@ SETTINGS = (
     "cluster", "url", "label_selector", "node_label", "team_label", "default_team", "step_s",
     "scrape_interval_s", "enabled", "interval_s", "overlap_s", "timeout_s", "cursor",
 )  # fmt: skip
-RECONNECT = frozenset({"url", "label_selector", "enabled"})
 STATUS = (
-    "has_token", "status", "progress", "error", "queued_at", "started_at", "finished_at",
-    "window_start", "window_end", "last_success_at", "last_failure_at", "last_error",
-    "consecutive_failures", "next_attempt_at", "records_written", "card_hours", "mapped",
-    "unmapped_nodes", "unmapped_namespaces", "warnings", "created", "updated",
+    *RUN_STATUS, "records_written", "card_hours", "mapped", "unmapped_nodes",
+    "unmapped_namespaces", "warnings", "created", "updated",
 )  # fmt: skip
 
 
-class KubernetesSourceSerializer(serializers.ModelSerializer):
+class KubernetesSourceSerializer(LiveSourceSerializer):
+    RECONNECT = frozenset({"url", "label_selector", "enabled"})
+
     token = serializers.CharField(
         write_only=True, required=False, allow_blank=True, max_length=4096,
         help_text="Bearer token; stored encrypted, never shown. Empty: remove it.",
     )  # fmt: skip
-    has_token = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = KubernetesSource
@@ -66,35 +62,6 @@ class KubernetesSourceSerializer(serializers.ModelSerializer):
                             "no pool is counted twice (docs/kubernetes-usage.md)."}
             )  # fmt: skip
         return attrs
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["url"] = without_credentials(data["url"])
-        data["error"] = redact(data["error"] or "")
-        data["last_error"] = redact(data["last_error"] or "")
-        return data
-
-    def create(self, validated_data):
-        token = validated_data.pop("token", None)
-        source = KubernetesSource(**validated_data)
-        source.set_token(token)
-        source.save()
-        return source
-
-    def update(self, instance, validated_data):
-        """Only the fields sent are saved: a fetch may be writing its own fields meanwhile."""
-        token = validated_data.pop("token", None)
-        for name, value in validated_data.items():
-            setattr(instance, name, value)
-        changed = [*validated_data, "updated"]
-        if token is not None:
-            instance.set_token(token)
-            changed.append("token_encrypted")
-        if token is not None or set(validated_data) & RECONNECT:
-            instance.next_attempt_at = None
-            changed.append("next_attempt_at")
-        instance.save(update_fields=changed)
-        return instance
 
 
 class KubernetesNodeRuleSerializer(serializers.ModelSerializer):
@@ -128,14 +95,7 @@ class KubernetesSourceViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def fetch(self, request: Request, pk: str | None = None) -> Response:
         """Fetch now, whatever the schedule or back-off says (409 while a fetch runs)."""
-        from telemetry.kubernetes.services import queue_fetch
-
-        source = self.get_object()
-        if source.status == JobStatus.RUNNING:
-            return Response({"detail": "A fetch is running."}, status=status.HTTP_409_CONFLICT)
-        queue_fetch(source)
-        source.refresh_from_db()
-        return Response(self.get_serializer(source).data, status=status.HTTP_202_ACCEPTED)
+        return read_now(self, "fetch")
 
 
 class KubernetesNodeRuleViewSet(viewsets.ModelViewSet):

@@ -15,10 +15,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from core.jobs.models import DurableJob
+from core.live_sources import LiveSource
 from inventory.models import Cluster, NodeGroup
 from telemetry.promql import validate_label_selector, validate_prometheus_url
-from telemetry.secrets import decrypt_token, encrypt_token
+from telemetry.secrets import LABEL as TELEMETRY_TOKEN_LABEL
 
 # kube-state-metrics writes a Kubernetes label as label_<name with non-word characters as _>.
 KSM_LABEL_PATTERN = r"^label_[a-zA-Z0-9_]{1,100}$"
@@ -55,8 +55,10 @@ class TeamMatch(models.TextChoices):
     LABEL = "label", "value of the source's pod team label"
 
 
-class KubernetesSource(DurableJob):
+class KubernetesSource(LiveSource):
     """Where one cluster's pod GPU requests are read, and how its fetches are going."""
+
+    TOKEN_LABEL = TELEMETRY_TOKEN_LABEL  # the cluster's Prometheus token may be the same
 
     cluster = models.OneToOneField(
         Cluster, on_delete=models.CASCADE, related_name="kubernetes_source"
@@ -67,7 +69,6 @@ class KubernetesSource(DurableJob):
         validators=[validate_prometheus_url],
         help_text="Prometheus base URL; empty: the cluster's telemetry source's URL and token.",
     )
-    token_encrypted = models.TextField(blank=True, editable=False)
     label_selector = models.CharField(
         max_length=300,
         blank=True,
@@ -104,27 +105,14 @@ class KubernetesSource(DurableJob):
         help_text="Prometheus scrape interval of kube-state-metrics, seconds.",
     )
     enabled = models.BooleanField(default=True, help_text="Fetched by the schedule.")
-    interval_s = models.PositiveIntegerField(
-        default=900, validators=[MinValueValidator(60), MaxValueValidator(86_400)]
-    )
     overlap_s = models.PositiveIntegerField(
         default=3600,
         validators=[MaxValueValidator(7 * 86_400)],
         help_text="Each fetch re-reads from the UTC midnight before cursor − overlap.",
     )
-    timeout_s = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(1), MaxValueValidator(600)]
-    )
     cursor = models.DateTimeField(
         null=True, blank=True, help_text="End of the last fetched step; empty: the last day."
     )
-    window_start = models.DateTimeField(null=True, blank=True, editable=False)
-    window_end = models.DateTimeField(null=True, blank=True, editable=False)
-    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
-    last_failure_at = models.DateTimeField(null=True, blank=True, editable=False)
-    last_error = models.TextField(blank=True, editable=False)
-    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
-    next_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
     records_written = models.PositiveIntegerField(default=0, editable=False)
     card_hours = models.FloatField(default=0.0, editable=False)
     mapped = models.JSONField(
@@ -133,9 +121,6 @@ class KubernetesSource(DurableJob):
     )  # fmt: skip
     unmapped_nodes = models.JSONField(default=list, blank=True, editable=False)
     unmapped_namespaces = models.JSONField(default=list, blank=True, editable=False)
-    warnings = models.JSONField(default=list, blank=True, editable=False)
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["cluster"]
@@ -143,16 +128,6 @@ class KubernetesSource(DurableJob):
 
     def __str__(self) -> str:
         return f"Kubernetes of {self.cluster}"
-
-    @property
-    def has_token(self) -> bool:
-        return bool(self.token_encrypted)
-
-    def set_token(self, token: str | None) -> None:
-        self.token_encrypted = encrypt_token(token) if token else ""
-
-    def token(self) -> str | None:
-        return decrypt_token(self.token_encrypted) if self.token_encrypted else None
 
 
 class KubernetesNodeRule(models.Model):

@@ -17,21 +17,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounting.imports.writers import usage_writer
+from accounting.live_source_runs import record_failure
 from accounting.models import ImportJob, UsageRecord
 from accounting.rollups import queue_refresh
 from accounting.signals import usage_imported
-from accounting.slurmrestd.cursor import backoff_s
 from accounting.slurmrestd_source import SlurmrestdSource
 from core.jobs import lifecycle
-from core.jobs.dispatch import send_or_defer
 from core.jobs.status import JobStatus
-from inventory.models import Cluster, hidden_cluster_ids
+from inventory.models import Cluster
 from telemetry.kubernetes import queries
 from telemetry.kubernetes.models import (
     KubernetesSource,
@@ -55,10 +52,6 @@ logger = logging.getLogger(__name__)
 DAY_S = 86_400
 FIRST_FETCH_LOOKBACK_S = DAY_S
 MAX_DAYS_PER_FETCH = 31  # a longer gap is read in parts: the next fetch is due at once
-RUN_FIELDS = (
-    "run_id", "status", "progress", "error", "queued_at", "started_at", "finished_at",
-    "heartbeat_at",
-)  # fmt: skip
 
 
 class FetchRefused(Exception):
@@ -112,37 +105,6 @@ def kubernetes_clusters(cluster_ids: Sequence[int]) -> dict[int, str]:
     """accounting.usage_sources source names: the clusters that take usage from Kubernetes."""
     found = KubernetesSource.objects.filter(cluster_id__in=list(cluster_ids))
     return dict.fromkeys(found.values_list("cluster_id", flat=True), KUBERNETES)
-
-
-# -- queueing ------------------------------------------------------------------------------
-
-
-def due_sources(now: dt.datetime) -> QuerySet:
-    """Enabled sources whose next attempt has come and that hold no live run."""
-    lost_before = now - dt.timedelta(seconds=settings.FLEETWISE_STALLED_AFTER_S)
-    return (
-        KubernetesSource.objects.filter(enabled=True)
-        .exclude(cluster_id__in=hidden_cluster_ids())
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-        .exclude(status=JobStatus.RUNNING)
-        .exclude(status=JobStatus.QUEUED, queued_at__gt=lost_before)
-    )
-
-
-def queue_fetch(source: KubernetesSource) -> bool:
-    """A new run of the source, its task sent after commit; False when another caller won."""
-    previous = source.run_id
-    lifecycle.reset_run(source)
-    changes = {name: getattr(source, name) for name in RUN_FIELDS}
-    if not KubernetesSource.objects.filter(pk=source.pk, run_id=previous).update(**changes):
-        return False
-    send_or_defer(source)
-    return True
-
-
-def queue_due_fetches(now: dt.datetime | None = None) -> int:
-    now = now or timezone.now()
-    return sum(queue_fetch(source) for source in due_sources(now))
 
 
 # -- the window ----------------------------------------------------------------------------
@@ -350,17 +312,6 @@ def _succeed(
 def _next_attempt(source: KubernetesSource, end: dt.datetime) -> dt.datetime:
     behind = timezone.now() - end > dt.timedelta(days=1)  # a long gap read in parts
     return timezone.now() if behind else timezone.now() + dt.timedelta(seconds=source.interval_s)
-
-
-def record_failure(source: KubernetesSource, run_id: Any, reason: str, now: dt.datetime) -> bool:
-    """Why, when, one more failure in a row, the next try after back-off; records stay."""
-    failures = source.consecutive_failures + 1
-    wait = dt.timedelta(seconds=backoff_s(failures, source.interval_s))
-    return lifecycle.fail(
-        KubernetesSource, source.pk, run_id, reason,
-        last_error=reason[: lifecycle.MAX_ERROR_CHARS], last_failure_at=now,
-        consecutive_failures=failures, next_attempt_at=now + wait,
-    )  # fmt: skip
 
 
 def run_fetch(pk: int, run_id: str, now: dt.datetime | None = None) -> dict[str, Any]:

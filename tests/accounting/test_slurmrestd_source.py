@@ -12,14 +12,9 @@ import datetime as dt
 
 import pytest
 
+from accounting.live_source_runs import MAX_BACKOFF_S, backoff_s, queue_due
 from accounting.slurmrestd.client import end_times
-from accounting.slurmrestd.cursor import (
-    MAX_BACKOFF_S,
-    Window,
-    backoff_s,
-    next_cursor,
-    pull_window,
-)
+from accounting.slurmrestd.cursor import Window, next_cursor, pull_window
 from tests.support.polling import FINISHED, wait_until
 from tests.support.slurmrestd import (
     OwnSlurmrestd,
@@ -177,10 +172,11 @@ def test_a_pull_without_a_token_fails_says_why_and_backs_off_until_one_is_entere
 ):
     from django.utils import timezone
 
+    from accounting.models import SlurmrestdSource
     from accounting.slurmrestd import services
 
     source = _source(alpha)
-    assert services.queue_due_pulls(NOW) == 1  # never pulled: due at once
+    assert queue_due(SlurmrestdSource, NOW) == 1  # never pulled: due at once
     source.refresh_from_db()
     assert services.run_pull(source.pk, str(source.run_id))["failed"]
     source.refresh_from_db()
@@ -188,12 +184,12 @@ def test_a_pull_without_a_token_fails_says_why_and_backs_off_until_one_is_entere
     assert "enter the slurmrestd JWT" in source.error and source.last_error == source.error
     wait = (source.next_attempt_at - source.last_failure_at).total_seconds()
     assert wait == INTERVAL_S
-    assert services.queue_due_pulls(source.last_failure_at) == 0  # backing off
+    assert queue_due(SlurmrestdSource, source.last_failure_at) == 0  # backing off
     entered = client_for(fleet_admin).patch(
         f"/api/v1/slurmrestd-sources/{source.pk}/", {"token": "a.b.c"}, format="json"
     )
     assert entered.status_code == 200 and entered.json()["next_attempt_at"] is None
-    assert services.queue_due_pulls(timezone.now()) == 1  # tried at the next minute
+    assert queue_due(SlurmrestdSource, timezone.now()) == 1  # tried at the next minute
 
 
 def test_the_beat_entry_runs_the_due_pulls_every_minute(settings):
@@ -355,7 +351,7 @@ def test_a_token_slurm_refuses_fails_the_pull_with_its_error_number_and_stores_n
     source = SlurmrestdSource(cluster=alpha, url=restd.url, user_name="root", interval_s=120)
     source.set_token("eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290In0.bm90LXNpZ25lZA")  # not signed
     source.save()
-    assert services.queue_due_pulls() == 1
+    assert queue_due(SlurmrestdSource) == 1
     source.refresh_from_db()
     services.run_pull(source.pk, str(source.run_id))
     source.refresh_from_db()

@@ -133,9 +133,10 @@ def _source(cluster, groups, url):
 
 
 def _fetch(source, now: dt.datetime | None = None) -> dict:
+    from accounting.live_source_runs import queue_run
     from telemetry.kubernetes import services
 
-    assert services.queue_fetch(source)
+    assert queue_run(source)
     source.refresh_from_db()
     return services.run_fetch(source.pk, str(source.run_id), now)
 
@@ -285,8 +286,8 @@ def test_a_cluster_takes_allocation_from_one_source_kind(ksm_prometheus, k8s_clu
 def test_an_unreachable_prometheus_fails_says_why_backs_off_and_keeps_the_records(
     ksm_prometheus, k8s_cluster
 ):
+    from accounting.live_source_runs import queue_due
     from accounting.models import UsageRecord
-    from telemetry.kubernetes import services
     from telemetry.kubernetes.models import KubernetesSource
     from tests.support.net import free_port
 
@@ -303,7 +304,7 @@ def test_an_unreachable_prometheus_fails_says_why_backs_off_and_keeps_the_record
         source.refresh_from_db()
         assert (source.status, source.consecutive_failures) == ("failed", failures)
         assert (source.next_attempt_at - source.last_failure_at).total_seconds() == wait_s
-        assert services.queue_due_fetches(source.last_failure_at) == 0  # backing off
+        assert queue_due(KubernetesSource, source.last_failure_at) == 0  # backing off
     assert source.last_success_at is not None and source.cursor is not None
     assert UsageRecord.objects.filter(cluster=cluster).count() == kept
 

@@ -117,11 +117,12 @@ def _source(cluster, group, url: str):
 def _fetched(cluster, group, url: str) -> None:
     from django.conf import settings
 
+    from accounting.live_source_runs import queue_run
     from accounting.rollups import refresh_cluster
     from telemetry.kubernetes import services
 
     source = _source(cluster, group, url)
-    assert services.queue_fetch(source)
+    assert queue_run(source)
     source.refresh_from_db()
     outcome = services.run_fetch(source.pk, str(source.run_id), PERIOD_END)
     assert "failed" not in outcome, outcome
