@@ -1,8 +1,10 @@
 """Enumeration of tensor × pipeline × data parallel splits (n = t · p · d), vectorised.
 
 A split is valid when
-- t divides n, t <= cards per node (tensor-parallel traffic stays on NVLink) and t divides the
-  attention heads (Megatron-LM shards whole heads);
+- t divides n, t <= the cards that share NVLink (tensor-parallel traffic stays on NVLink) and t
+  divides the attention heads (Megatron-LM shards whole heads). Those cards are the card's
+  NVLink domain where the catalog knows it (8 on an HGX board, 72 on a GB200/GB300 NVL72 rack),
+  else the node (:func:`scale_up_cards`);
 - p <= layers (a stage holds at least one layer);
 - d = n / (t · p) is whole and d × micro-batch <= global batch (every replica gets a micro-batch);
 - fixed degrees, when the caller gives them, are respected;
@@ -20,6 +22,24 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from engine.limits import check_grid
+
+
+def scale_up_cards(cards_per_node: ArrayLike, nvlink_domain_cards: ArrayLike) -> NDArray[np.int64]:
+    """Cards one tensor-parallel (or expert-parallel) group may span on NVLink: the card's
+    NVLink domain where known (NaN or missing: unknown), else the node, as before domains."""
+    node = np.asarray(cards_per_node, dtype=np.float64)
+    domain = np.asarray(nvlink_domain_cards, dtype=np.float64)
+    known = np.isfinite(domain) & (domain >= 1)
+    return np.where(known, np.floor(np.where(known, domain, 1.0)), node).astype(np.int64)
+
+
+def _reach_text(cards_per_node: int, nvlink_domain_cards: int | None) -> str:
+    """The cards tensor parallelism may span, as the messages name them."""
+    if nvlink_domain_cards:
+        return (
+            f"{nvlink_domain_cards} cards of one NVLink domain (tensor parallelism stays on NVLink)"
+        )
+    return f"{cards_per_node} cards per node (tensor parallelism stays inside a node)"
 
 
 @dataclass(frozen=True)
@@ -45,14 +65,17 @@ class FixedParallelism:
         must be a multiple of it."""
         return int(np.prod([v for v in (self.tp, self.pp, self.cp, self.dp) if v is not None]))
 
-    def split_errors(self, *, cards: int | None, cards_per_node: int) -> dict[str, str]:
+    def split_errors(
+        self, *, cards: int | None, cards_per_node: int, nvlink_domain_cards: int | None = None
+    ) -> dict[str, str]:
         """Why the fixed degrees cannot split `cards` cards (None: not known yet) on nodes of
-        `cards_per_node`, keyed by the API's field names (tp_degree, ...)."""
+        `cards_per_node` (tensor parallelism inside the NVLink domain when it is known),
+        keyed by the API's field names (tp_degree, ...)."""
         errors: dict[str, str] = {}
-        if self.tp is not None and (self.tp > cards_per_node or cards_per_node % self.tp):
+        reach = nvlink_domain_cards or cards_per_node
+        if self.tp is not None and (self.tp > reach or reach % self.tp):
             errors["tp_degree"] = (
-                f"Must divide the {cards_per_node} cards per node (tensor parallelism stays "
-                "inside a node)."
+                f"Must divide the {_reach_text(cards_per_node, nvlink_domain_cards)}."
             )
         if cards is None:
             return errors
@@ -156,7 +179,8 @@ def enumerate_splits(
     seq_len: int = 1,
     experts: int = 1,
 ) -> pd.DataFrame:
-    """All valid splits for each entry of `cards`.
+    """All valid splits for each entry of `cards`; `cards_per_node` is how far tensor
+    parallelism reaches on NVLink (:func:`scale_up_cards`: the NVLink domain, else the node).
 
     Returns one row per (entry, split) with columns row (position in `cards`), tp, pp, vp
     (virtual stages), cp, dp, ep (expert parallel, inside dp), micro_batch (sequences),
@@ -214,11 +238,15 @@ def no_split_reason(
     global_batch: int,
     micro_batch: int | None,
     fixed: FixedParallelism | None = None,
+    nvlink_domain_cards: int | None = None,
 ) -> str:
-    """Why `cards` admits no valid split (for the option's reason string)."""
+    """Why `cards` admits no valid split (for the option's reason string); tensor parallelism
+    spans the NVLink domain when it is known, else the node."""
     fixed = fixed or FixedParallelism()
-    if fixed.tp is not None and fixed.tp > cards_per_node:
-        return f"tp={fixed.tp} exceeds {cards_per_node} cards per node"
+    reach = nvlink_domain_cards or cards_per_node
+    where = "in one NVLink domain" if nvlink_domain_cards else "per node"
+    if fixed.tp is not None and fixed.tp > reach:
+        return f"tp={fixed.tp} exceeds {reach} cards {where}"
     if fixed.tp is not None and heads % fixed.tp:
         return f"tp={fixed.tp} does not divide the {heads} attention heads"
     if fixed.pp is not None and fixed.pp > layers:
@@ -230,7 +258,7 @@ def no_split_reason(
         named = "tp×pp×cp×dp" if fixed.cp is not None else "tp×pp×dp"
         return f"{cards} cards != {named} = {fixed_product}"
     return (
-        f"no TP×PP×DP split of {cards} cards with TP <= {cards_per_node} per node dividing "
+        f"no TP×PP×DP split of {cards} cards with TP <= {reach} {where} dividing "
         f"{heads} heads, PP <= {layers} layers and DP × micro-batch <= global batch "
         f"{global_batch}"
     )

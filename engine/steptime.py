@@ -110,7 +110,9 @@ class StepTime:
 
 @dataclass(frozen=True)
 class Links:
-    """Per-card link rates (bytes/s) and the fabric's per-hop latency (s)."""
+    """Per-card link rates (bytes/s) and the fabric's per-hop latency (s). `cards_per_node`
+    is how many cards share NVLink: the card's NVLink domain when known (72 on an NVL72 rack),
+    else the node; groups within it ride NVLink, larger ones the fabric."""
 
     nvlink_bytes_s: ArrayLike
     fabric_bytes_s: ArrayLike

@@ -13,6 +13,10 @@ def _optional_float(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
+def _optional_int(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
 def catalog_rows(path: Path = CATALOG_CSV) -> list[dict[str, Any]]:
     """The fixture's rows as AcceleratorModel field values."""
     with path.open(newline="", encoding="utf-8") as handle:
@@ -28,6 +32,7 @@ def catalog_rows(path: Path = CATALOG_CSV) -> list[dict[str, Any]]:
                 "memory_bandwidth_tbs": float(row["memory_bandwidth_tbs"]),
                 "tdp_w": float(row["tdp_w"]),
                 "intra_node_interconnect_gbs": float(row["intra_node_interconnect_gbs"]),
+                "nvlink_domain_cards": _optional_int(row.get("nvlink_domain_cards") or ""),
                 "default_training_mfu": float(row["default_training_mfu"]),
                 "list_price": _optional_float(row["list_price_usd"]),
                 "rental_price_per_card_hour": _optional_float(

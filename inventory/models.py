@@ -259,6 +259,14 @@ class Site(AssumptionsMixin, VersionedModel):
             raise ValidationError(errors)
 
 
+# NVLink Switch systems join at most 576 cards in one scale-up domain (NVIDIA GB200 NVL576).
+NVLINK_DOMAIN_MAX_CARDS = 576
+NVLINK_DOMAIN_HELP = (
+    "Cards that share one NVLink / Infinity Fabric scale-up domain (8 on an HGX or OAM board, "
+    "72 on a GB200/GB300 NVL72 rack); blank when unknown: the node is the domain."
+)
+
+
 class AcceleratorModel(VersionedModel):
     """One entry of the card catalog; looked up by `name` or id."""
 
@@ -273,6 +281,7 @@ class AcceleratorModel(VersionedModel):
         "memory_bandwidth_tbs",
         "tdp_w",
         "intra_node_interconnect_gbs",
+        "nvlink_domain_cards",
         "default_training_mfu",
         "list_price",
         "rental_price_per_card_hour",
@@ -311,6 +320,13 @@ class AcceleratorModel(VersionedModel):
     tdp_w = models.FloatField("TDP W", validators=[MinValueValidator(1)])
     intra_node_interconnect_gbs = models.FloatField(
         "intra-node interconnect GB/s", default=64.0, validators=[MinValueValidator(0.001)]
+    )
+    nvlink_domain_cards = models.PositiveIntegerField(
+        "NVLink domain (cards)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(NVLINK_DOMAIN_MAX_CARDS)],
+        help_text=NVLINK_DOMAIN_HELP,
     )
     default_training_mfu = models.FloatField(
         "default training MFU",

@@ -156,6 +156,8 @@ OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     "memory_gb": math.nan,  # required
     "tdp_w": math.nan,  # required
     "cards_per_node": 8,
+    # Cards on one NVLink / Infinity Fabric domain (72 on an NVL72 rack); NaN: the node.
+    "nvlink_domain_cards": math.nan,
     "intra_node_interconnect_gbs": table_default("intra_node_bidir_gbs"),  # GB/s per card, NVLink
     "default_training_mfu": math.nan,  # passed through: the per-card model replaces it
     "cards": math.nan,  # give cards, or deadline_days
@@ -208,6 +210,7 @@ _POSITIVE_COLUMNS = (
     "memory_gb",
     "tdp_w",
     "cards_per_node",
+    "nvlink_domain_cards",
     "intra_node_interconnect_gbs",
     "inter_node_bandwidth_gbps_per_card",
     "achieved_tflops_per_card",

@@ -85,6 +85,12 @@ def pareto_front(days: NDArray[np.float64], cost: NDArray[np.float64]) -> NDArra
 OUTPUT_COLUMNS: tuple[str, ...] = PLAN_OPTION_COLUMNS
 
 
+def _domain(row: pd.Series) -> int | None:
+    """The option's NVLink domain in cards, None when it gives none (the node then)."""
+    value = row.get("nvlink_domain_cards")
+    return int(value) if value is not None and pd.notna(value) and value >= 1 else None
+
+
 def infeasible_reasons(
     workload: TrainingWorkload, frame: pd.DataFrame, best: pd.DataFrame
 ) -> NDArray[np.object_]:
@@ -124,6 +130,7 @@ def infeasible_reasons(
                 global_batch=workload.global_batch_sequences,
                 micro_batch=workload.micro_batch,
                 fixed=workload.parallelism,
+                nvlink_domain_cards=_domain(row),
             )
         elif not chosen["fits_memory"]:
             reasons[i] = (

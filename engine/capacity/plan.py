@@ -267,8 +267,11 @@ def estimate_training(payload: Mapping[str, Any]) -> dict[str, Any]:
     option = _scalar_option(payload)
     cards_per_node = option.get("cards_per_node", OPTION_COLUMN_DEFAULTS["cards_per_node"])
     cards = option.get("cards")
+    domain = option.get("nvlink_domain_cards")
     errors = workload.parallelism.split_errors(
-        cards=None if cards is None else int(cards), cards_per_node=int(cards_per_node)
+        cards=None if cards is None else int(cards),
+        cards_per_node=int(cards_per_node),
+        nvlink_domain_cards=int(domain) if domain and not pd.isna(domain) else None,
     )
     if errors:  # one option: a fixed degree it cannot take is the caller's error, not a reason
         raise PlannerInputError(errors)

@@ -21,6 +21,7 @@ from engine.memory import (
 from engine.parallelism import (
     CONTEXT_PARALLEL_CANDIDATES,
     enumerate_splits,
+    scale_up_cards,
 )
 from engine.reliability import effective_time_arrays, restart_h_at
 from engine.scaling import fabric_efficiency_of
@@ -33,6 +34,12 @@ from engine.steptime import (
     step_time_arrays,
     traffic_defaults,
 )
+
+
+def nvlink_reach(frame: pd.DataFrame) -> NDArray[np.int64]:
+    """Cards each option's TP and EP groups may span on NVLink: the card's NVLink domain when
+    the option gives it (an NVL72 rack: 72), else the node."""
+    return scale_up_cards(frame["cards_per_node"].to_numpy(), frame["nvlink_domain_cards"])
 
 
 def _links(frame: pd.DataFrame, row: NDArray[np.int64]) -> Links:
@@ -52,7 +59,7 @@ def _links(frame: pd.DataFrame, row: NDArray[np.int64]) -> Links:
         nvlink_bytes_s=nvlink,
         fabric_bytes_s=line_rate * efficiency,
         fabric_latency_s=latency_us * 1e-6,
-        cards_per_node=column("cards_per_node"),
+        cards_per_node=nvlink_reach(frame).astype(np.float64)[row],
     )
 
 
@@ -244,7 +251,7 @@ def evaluate_splits(
     shape = workload.model_shape
     splits = enumerate_splits(
         cards,
-        frame["cards_per_node"].to_numpy(),
+        nvlink_reach(frame),
         layers=shape.layers,
         heads=shape.heads,
         global_batch=workload.batch_rule,
@@ -295,7 +302,7 @@ def best_split_per_option(
     evaluable = frame["peak_tflops"].notna().to_numpy() & (cards >= 1)
     positions = np.flatnonzero(evaluable)
     shape = workload.model_shape
-    cells_per_option = int(frame["cards_per_node"].max()) * shape.layers * SEARCH_CELLS_PER_TP_PP
+    cells_per_option = int(nvlink_reach(frame).max()) * shape.layers * SEARCH_CELLS_PER_TP_PP
     check_grid("layers" if workload.shape else "model_params", cells_per_option)
     chunk = max(1, MAX_GRID_CELLS_PER_CHUNK // max(cells_per_option, 1))
     picked: list[pd.DataFrame] = []

@@ -231,6 +231,7 @@ def estimate_training_for(data: Mapping[str, Any]) -> dict[str, Any]:
         "memory_bandwidth_tbs": accelerator.memory_bandwidth_tbs,
         "tdp_w": accelerator.tdp_w,
         "intra_node_interconnect_gbs": accelerator.intra_node_interconnect_gbs,
+        "nvlink_domain_cards": accelerator.nvlink_domain_cards,
         "default_training_mfu": accelerator.default_training_mfu,
     }
     price_source = None

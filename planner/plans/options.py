@@ -49,6 +49,7 @@ _CATALOG_FIELDS = (
     "memory_bandwidth_tbs",
     "tdp_w",
     "intra_node_interconnect_gbs",
+    "nvlink_domain_cards",
     "default_training_mfu",
     "rental_price_per_card_hour",
     "list_price",
@@ -80,6 +81,7 @@ def _catalog_columns(row: Mapping[str, Any]) -> dict[str, Any]:
         "memory_bandwidth_tbs": row["memory_bandwidth_tbs"],  # the per-card model's HBM
         "tdp_w": row["tdp_w"],
         "intra_node_interconnect_gbs": row["intra_node_interconnect_gbs"],
+        "nvlink_domain_cards": row["nvlink_domain_cards"],  # None: the node is the domain
         "default_training_mfu": row["default_training_mfu"],
     }
 

@@ -158,7 +158,9 @@ def test_filters_and_ordering(client_for, viewer, demo_fleet):
     nvidia = client.get(
         "/api/v1/accelerator-models/", {"vendor": "nvidia", "ordering": "-dense_bf16_tflops"}
     ).data["results"]
-    assert nvidia[0]["name"] == "B200 180GB"
+    # GB200 and GB300 NVL72 GPUs: 2.5 dense BF16 PFLOPS each (NVIDIA's NVL72 pages, rack ÷ 72).
+    assert nvidia[0]["dense_bf16_tflops"] == 2500
+    assert nvidia[0]["name"] in {"GB200 NVL72 186GB", "GB300 NVL72 279GB"}
     assert all(a["vendor"] == "NVIDIA" for a in nvidia)
     page = client.get("/api/v1/accelerator-models/", {"page_size": 5}).data
     assert len(page["results"]) == 5 and page["count"] == AcceleratorModel.objects.count()
