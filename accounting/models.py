@@ -15,6 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from accounting.parsing import JOB_STATES, normalize_gres_type
+from accounting.served_models import resolve_served_model
 from accounting.slurmrestd_source import SlurmrestdSource  # noqa: F401 - a model of this app
 from core.jobs.models import DurableJob
 from engine.inference.memory import KV_PRECISIONS, WEIGHT_PRECISIONS
@@ -449,6 +450,7 @@ class ServingLoad(models.Model):
         "period_start",
         "period_end",
         "served_tokens_per_s",
+        "model_name",
         "model_params",
         "weight_precision",
         "kv_precision",
@@ -463,7 +465,21 @@ class ServingLoad(models.Model):
     served_tokens_per_s = models.FloatField(
         help_text="Output tokens per second served, mean over the period."
     )
-    model_params = models.FloatField(help_text="Parameters N of the served model.")
+    model_name = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text=(
+            "Optional: the served model's name in the model catalog (e.g. Qwen3-235B-A22B). "
+            "Fills the parameters and, for a mixture of experts, makes analyses use its "
+            "active parameters and the experts a step reads."
+        ),
+    )
+    model_params = models.FloatField(
+        blank=True,  # filled from the catalog when model_name names a model (clean())
+        help_text="Parameters N of the served model (every expert's); empty with model_name: "
+        "the catalog's total.",
+    )
     weight_precision = models.CharField(max_length=8, choices=_choices(WEIGHT_PRECISIONS))
     kv_precision = models.CharField(max_length=8, choices=_choices(KV_PRECISIONS))
     input_tokens = models.PositiveIntegerField(help_text="Mean prompt tokens per request.")
@@ -493,8 +509,11 @@ class ServingLoad(models.Model):
 
 
 def serving_load_errors(load) -> dict[str, str]:
-    """Field -> message: numbers out of their limits, dates outside the years, end <= start."""
-    errors = limit_errors(load, SERVING_LOAD_LIMITS)
+    """Field -> message: an unknown catalog model or a count disagreeing with it (a named
+    model fills model_params: accounting/served_models.py), numbers out of their limits,
+    dates outside the years, end <= start."""
+    errors = resolve_served_model(load)
+    errors.update(limit_errors(load, SERVING_LOAD_LIMITS))
     for field in ("period_start", "period_end"):
         if message := date_error(getattr(load, field, None)):
             errors[field] = message

@@ -6,11 +6,17 @@ An inference pool's stored row keeps the five factor keys, with serving definiti
 serving load over the cards' modeled capacity when the loads cover enough of the period.
 The pure formulas are in engine/inference/serving.py; this module reads the serving
 loads (Django) and rewrites the engine's rows.
+
+A load naming a catalog model (`model_name`) is served with the catalog's shape; for a
+mixture of experts the memory holds every expert, a decode step reads the common weights and
+the experts its tokens route to (engine.moe.decode_params_read) and a token's FLOPs are the
+active parameters' (issue #32). The row says which counts it used (`serving_params`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,11 +28,15 @@ from engine.coverage import union_hours as coverage_union_hours
 from engine.factors import FACTOR_LABELS, FACTOR_NAMES
 from engine.inference import serving
 from engine.inference.defaults import SERVING_REPAIR, serving_default
-from engine.inference.memory import BYTES_PER_GB
+from engine.inference.memory import BYTES_PER_GB, AttentionShape
+from engine.inference.precision import WEIGHT_FORMATS
 from engine.inference.sizing import InferenceWorkload, evaluate_inference
 from engine.limits import EngineInputError
+from engine.model_catalog import UnknownModelError
+from engine.moe import MoeShape, decode_params_read
 from inventory.models import AcceleratorModel, Cluster
 from planner.inference_estimate import card_frame
+from planner.inference_model import served_model
 
 INFERENCE = "inference"
 SERVING_LABELS = {**FACTOR_LABELS, "mfu": "MBU", "effective_time": "Availability"}
@@ -39,6 +49,8 @@ SERVING_NOTE = (
 SERVING_COLUMNS = (
     "serving_mbu",
     "serving_mbu_basis",
+    "serving_mfu",
+    "serving_params",
     "serving_tp",
     "serving_tokens_per_s",
     "serving_capacity_tokens_per_s",
@@ -57,17 +69,57 @@ def card_counts(groups: pd.DataFrame, pool_id) -> pd.Series:
     return (rows["nodes"] * rows["cards_per_node"]).groupby(rows["accelerator"]).sum()
 
 
-def best_option(cards: pd.DataFrame, load: ServingLoad, count: int) -> pd.Series | None:
+@dataclass(frozen=True)
+class ServedParams:
+    """The parameter counts a load's model is scored on, its shape, and where they come from."""
+
+    total: float  # what memory holds (every expert)
+    active: float  # what one token multiplies through (2 FLOPs each)
+    provenance: str
+    attention: AttentionShape | None = None  # a dense catalog model's shape
+    moe: MoeShape | None = None  # a mixture of experts' shape
+
+
+def billions(params: float) -> str:
+    return f"{params / 1e9:.3g} B"
+
+
+def served_params(model_name: str, model_params: float) -> ServedParams:
+    """A named catalog model's counts and shape (planner.inference_model.served_model), else
+    the entered count with every parameter active."""
+    entered = float(model_params)
+    as_entered = f"all {billions(entered)} active, model_params as entered"
+    if not model_name:
+        return ServedParams(entered, entered, as_entered)
+    try:
+        model = served_model({"model": model_name})
+    except UnknownModelError:  # renamed or dropped from the catalog since it was entered
+        gone = f"{as_entered} (the catalog no longer holds {model_name})"
+        return ServedParams(entered, entered, gone)
+    if model.moe is None:
+        text = f"all {billions(model.params)} active, catalog {model.name}"
+        return ServedParams(model.params, model.params, text, attention=model.attention)
+    active = float(model.active_params or model.params)
+    text = f"active {billions(active)} of {billions(model.params)}, catalog {model.name}"
+    return ServedParams(model.params, active, text, moe=model.moe)
+
+
+def best_option(
+    cards: pd.DataFrame, load: ServingLoad, count: int, params: ServedParams | None = None
+) -> pd.Series | None:
     """The tensor-parallel degree at which `count` cards serve the most tokens/s (None: the
     model does not fit)."""
+    params = params or served_params(load.model_name, load.model_params)
     try:
         workload = InferenceWorkload(
-            params=load.model_params,
+            params=params.total,
             input_tokens=load.input_tokens,
             output_tokens=load.output_tokens,
             weight_precision=load.weight_precision,
             kv_precision=load.kv_precision,
             cards=int(count),
+            shape=params.attention,
+            moe=params.moe,
         )
         options = evaluate_inference(cards, workload)
     except EngineInputError:
@@ -78,9 +130,28 @@ def best_option(cards: pd.DataFrame, load: ServingLoad, count: int) -> pd.Series
     return options.loc[options["capacity_tokens_per_s"].idxmax()]
 
 
+def weight_bytes_per_card(option: pd.Series, params: ServedParams, precision: str) -> float:
+    """Weight bytes a card reads per decode step: all it holds for a dense model; for a
+    mixture of experts the common weights and the experts the step's tokens (decoded and
+    folded prompt tokens, as sizing.py counts them) route to, split over tp."""
+    if params.moe is None:
+        return float(option["weight_gb_per_card"] * BYTES_PER_GB)
+    batch = float(option["batch"])
+    prompt = batch * float(option["step_prompt_per_output"]) if option["step_chunked"] else 0.0
+    read = float(decode_params_read(params.moe, batch + prompt))
+    return read * WEIGHT_FORMATS[precision].bytes_per_value / float(option["tp"])
+
+
+def flops_per_output_token(params: ServedParams, load: ServingLoad) -> float:
+    """Model FLOPs per generated token: 2 per active parameter for it and for its share of
+    the prompt ((input + output) / output tokens a request); attention left out."""
+    return 2.0 * params.active * (load.input_tokens + load.output_tokens) / load.output_tokens
+
+
 def _model_of(load: ServingLoad) -> tuple:
     """What decides a load's capacity on given cards (loads of one model share it)."""
     return (
+        load.model_name,
         load.model_params,
         load.weight_precision,
         load.kv_precision,
@@ -108,25 +179,36 @@ class CapacityModel:
         return self.memo[key]
 
     def _capacity(self, load: ServingLoad, counts) -> dict:
-        capacity, moved, peak_bytes, tp = 0.0, 0.0, 0.0, np.nan
+        params = served_params(load.model_name, load.model_params)
+        capacity, moved, flops, tp = 0.0, 0.0, 0.0, np.nan
+        peak_bytes, peak_flops = 0.0, 0.0
         for name, count in counts:
             card = self.cards.get(name)
-            option = None if card is None else best_option(card_frame([card]), load, count)
-            bandwidth = np.nan if card is None else float(card.memory_bandwidth_tbs or np.nan)
-            peak_bytes += count * bandwidth * 1e12
+            option = None if card is None else best_option(card_frame([card]), load, count, params)
+            peak_bytes += count * _peak(card, "memory_bandwidth_tbs") * 1e12
+            peak_flops += count * _peak(card, "dense_bf16_tflops") * 1e12
             if option is None:
                 continue
             kv_read = option["kv_bytes_per_token_per_card"] * (
                 load.input_tokens + load.output_tokens / 2.0
             )
-            per_token = serving.bytes_per_token(
-                option["weight_gb_per_card"] * BYTES_PER_GB, option["tp"], option["batch"], kv_read
-            )
-            capacity += float(option["capacity_tokens_per_s"])
-            moved += float(option["capacity_tokens_per_s"] * per_token)
+            weights = weight_bytes_per_card(option, params, load.weight_precision)
+            per_token = serving.bytes_per_token(weights, option["tp"], option["batch"], kv_read)
+            served = float(option["capacity_tokens_per_s"])
+            capacity += served
+            moved += served * float(per_token)
+            flops += served * flops_per_output_token(params, load)
             tp = int(option["tp"]) if np.isnan(tp) else max(tp, int(option["tp"]))
-        mbu = moved / peak_bytes if capacity > 0 and peak_bytes > 0 else np.nan
-        return {"capacity": capacity, "mbu": mbu, "tp": tp}
+        known = capacity > 0
+        mbu = moved / peak_bytes if known and peak_bytes > 0 else np.nan
+        mfu = flops / peak_flops if known and peak_flops > 0 else np.nan
+        return {"capacity": capacity, "mbu": mbu, "mfu": mfu, "tp": tp, "params": params.provenance}
+
+
+def _peak(card: AcceleratorModel | None, field: str) -> float:
+    """A card's peak figure (bandwidth TB/s, dense BF16 TFLOP/s); NaN when unknown."""
+    value = None if card is None else getattr(card, field)
+    return float(value) if value else np.nan
 
 
 # -- serving loads over the period -----------------------------------------------------------
@@ -192,6 +274,8 @@ def pool_serving(
     return {
         "serving_mbu": float((known["mbu"] * weights).sum()),
         "serving_mbu_basis": "serving_load_model",
+        "serving_mfu": float((known["mfu"] * weights).sum(min_count=1, skipna=False)),
+        "serving_params": "; ".join(dict.fromkeys(known["params"])),
         "serving_tp": float(known.loc[known["h"].idxmax(), "tp"]),
         "serving_tokens_per_s": float((known["served"] * weights).sum()),
         "serving_capacity_tokens_per_s": float((known["capacity"] * weights).sum()),
@@ -219,6 +303,8 @@ def _no_load(reason: str, tp: float) -> dict:
     return {
         "serving_mbu": serving_default("bandwidth_efficiency"),
         "serving_mbu_basis": "bandwidth_efficiency_default",
+        "serving_mfu": np.nan,
+        "serving_params": None,
         "serving_tp": tp,
         "serving_tokens_per_s": np.nan,
         "serving_capacity_tokens_per_s": np.nan,

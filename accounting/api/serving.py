@@ -12,6 +12,7 @@ from rest_framework import serializers, viewsets
 
 from accounting.filtersets import ServingLoadFilterSet
 from accounting.models import ServingLoad, serving_load_errors
+from accounting.served_models import PARAMS_TOLERANCE
 from core.bounds import WithinDates, bounded_float, bounded_int
 from core.concurrency import ConditionalUpdateMixin
 from core.tabular.exporting import TabularListMixin
@@ -25,7 +26,23 @@ class ServingLoadSerializer(serializers.ModelSerializer):
     served_tokens_per_s = bounded_float(
         "serving_tokens_per_s", help_text="Output tokens/s served, mean over the period."
     )
-    model_params = bounded_float("model_params", help_text="Parameters N of the served model.")
+    model_name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="Optional: the served model's model-catalog name (e.g. Qwen3-235B-A22B); "
+        "fills model_params with the catalog's total, and analyses use its active parameters "
+        "(a mixture of experts) for FLOPs and the experts a step reads for MBU. An unknown "
+        "name is a 400 listing the catalog's names.",
+    )
+    model_params = bounded_float(
+        "model_params",
+        required=False,
+        allow_null=True,
+        help_text="Parameters N of the served model (every expert's); may be left out with "
+        f"model_name, and must then agree with the catalog's total (within "
+        f"{PARAMS_TOLERANCE:.0%}).",
+    )
     input_tokens = bounded_int("seq_len", help_text="Mean prompt tokens per request.")
     output_tokens = bounded_int("seq_len", help_text="Mean generated tokens per request.")
 
@@ -35,14 +52,19 @@ class ServingLoadSerializer(serializers.ModelSerializer):
         read_only_fields = ["created", "updated"]
 
     def validate(self, attrs):
-        merged = {**self._current(), **attrs}
-        errors = serving_load_errors(ServingLoad(**merged))
+        current = self._current()
+        merged = {**current, **attrs}
+        renamed = attrs.get("model_name") and attrs["model_name"] != current.get("model_name")
+        if renamed and "model_params" not in attrs:
+            merged["model_params"] = None  # a newly named model brings its own count
+        load = ServingLoad(**merged)
+        errors = serving_load_errors(load)  # fills model_params from a named catalog model
         pool = merged.get("pool")
         if pool is not None and pool.purpose != PoolPurpose.INFERENCE:
             errors["pool"] = "Serving loads are for inference pools (purpose 'inference')."
         if errors:
             raise serializers.ValidationError(errors)
-        return attrs
+        return {**attrs, "model_name": load.model_name, "model_params": load.model_params}
 
     def _current(self) -> dict:
         if self.instance is None:

@@ -1,0 +1,67 @@
+"""The model a serving load names: a model catalog entry (engine/model_catalog.py, dense or a
+mixture of experts), whose published total parameter count fills the load's `model_params`
+or must agree with it. Analyses then read the catalog's shape for the served model's active
+parameters and the bytes a decode step reads (planner/serving_factors.py;
+docs/efficiency-model.md, "Serving pools").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.model_catalog import CatalogModel, UnknownModelError, find_model, load_catalog
+
+# Publishers round their counts (235 B, 671 B; DeepSeek-V3's card says 685 B with its MTP
+# module, 2 % more): an entered count within this share of the catalog's agrees with it.
+PARAMS_TOLERANCE = 0.05
+WHERE_NAMES_ARE = (
+    "The names are those of the model catalog (the Inference page's model picker; "
+    "docs/inference.md, “Choosing a model”)"
+)
+
+
+def catalog_model(name: str) -> CatalogModel:
+    """The catalog model called `name` (or an alias); else UnknownModelError whose message
+    names the close names, every name, and where to find them."""
+    try:
+        return find_model(name, allow_moe=True)
+    except UnknownModelError as error:
+        message = error.errors["model"]
+        if "Known models" not in message:
+            message = f"{message} Known models: {', '.join(load_catalog().names())}."
+        raise UnknownModelError(f"{message} {WHERE_NAMES_ARE}.") from None
+
+
+def params_disagree(entered: float, model: CatalogModel) -> str | None:
+    """Why an entered parameter count is not the catalog model's total (None: it agrees)."""
+    if abs(entered - model.params) <= PARAMS_TOLERANCE * model.params:
+        return None
+    return (
+        f"{model.name} has {model.params / 1e9:.4g} B parameters in all (model catalog), "
+        f"not {entered / 1e9:.4g} B: leave model_params empty to take the catalog's count, "
+        "or correct it."
+    )
+
+
+def resolve_served_model(load: Any) -> dict[str, str]:
+    """Fill a load that names a catalog model: its canonical name and, when left empty,
+    `model_params` (the catalog's total). Field -> message when the name is unknown, the
+    count disagrees, or neither a name nor a count is given."""
+    name = (getattr(load, "model_name", "") or "").strip()
+    load.model_name = name
+    params = getattr(load, "model_params", None)
+    if not name:
+        if params is None:
+            return {"model_params": "Give model_params, or model_name (a catalog model)."}
+        return {}
+    try:
+        model = catalog_model(name)
+    except UnknownModelError as error:
+        return {"model_name": error.errors["model"]}
+    load.model_name = model.name
+    if params is None:
+        load.model_params = model.params
+        return {}
+    if message := params_disagree(float(params), model):
+        return {"model_params": message}
+    return {}
