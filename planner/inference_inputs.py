@@ -3,7 +3,8 @@
 
 Every number is bounded by the one limits table (engine.limits); an out-of-range or
 missing value is a 400 naming the field, and so is a field the estimate does not know. The
-model is a catalog name or a shape (planner.inference_model); money is in `currency`.
+model is a catalog name or a shape, dense or a mixture of experts (planner.inference_model,
+planner.inference_moe_shape); money is in `currency`.
 docs/inference.md describes each field.
 """
 
@@ -18,6 +19,7 @@ from engine.inference.memory import KV_PRECISIONS, SERVING_WEIGHT_PRECISIONS
 from engine.limits import EngineInputError
 from engine.memory import MLP_KINDS
 from engine.model_catalog import find_model
+from engine.moe import ATTENTION_KINDS
 from inventory.api.serializers import AcceleratorField
 from inventory.currency import validate_currency as iso_4217_code
 from inventory.models import AcceleratorModel
@@ -84,6 +86,25 @@ class InferenceEstimateInputSerializer(StrictFieldsMixin, serializers.Serializer
     tied_embeddings = serializers.BooleanField(
         required=False, allow_null=True, help_text="With a shape: output shares the embedding."
     )
+    # A mixture of experts by its shape: the training API's fields (planner.inference_moe_shape).
+    experts = _int("experts", help_text="Routed experts per MoE layer (> 1: a mixture).")
+    experts_per_token = _int("experts", help_text="Routed experts each token goes to (top-k).")
+    shared_experts = _int("shared_experts", help_text="Experts every token goes to (default 0).")
+    expert_ffn_hidden_size = _int("ffn_hidden_size", help_text="One expert's FFN width.")
+    dense_layers = _int(
+        "dense_layers", help_text="Leading layers with a dense FFN of ffn_hidden_size (default 0)."
+    )
+    attention = serializers.ChoiceField(
+        choices=list(ATTENTION_KINDS),
+        required=False,
+        allow_null=True,
+        help_text='A mixture\'s attention: "gqa" (multi-head or grouped-query; default) or "mla" '
+        "(latent attention: no kv_heads, the cache holds kv_lora_rank).",
+    )
+    q_lora_rank = _int("latent_rank", help_text="MLA: the query's low-rank width (0: none).")
+    kv_lora_rank = _int("latent_rank", help_text="MLA: the compressed KV latent's width.")
+    qk_rope_head_dim = _int("latent_rank", help_text="MLA: the decoupled RoPE key per head.")
+    v_head_dim = _int("latent_rank", help_text="MLA: a value head's width (0: head_dim).")
     currency = serializers.CharField(
         required=False,
         allow_null=True,

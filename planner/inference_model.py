@@ -10,7 +10,10 @@ Three ways in (docs/inference.md, "Choosing a model"):
   `tied_embeddings` (default no) (shape_source "entered"); `ffn_hidden_size` and
   `vocab_size` only count N, so they may be left out when `model_params` is given;
 - `model_params` alone: a GPT-3-like shape with one KV head per query head is inferred, the
-  largest KV cache for that size (shape_source "inferred").
+  largest KV cache for that size (shape_source "inferred");
+- a mixture of experts by its shape (`experts` > 1 with the training API's MoE fields,
+  planner.inference_moe_shape): N is its total, counted from the shape, and the active
+  parameters are counted too (shape_source "entered").
 """
 
 from __future__ import annotations
@@ -19,11 +22,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.capacity.workload import spec_is_moe
 from engine.inference.memory import AttentionShape
 from engine.limits import range_error
 from engine.memory import FFN_PER_HIDDEN, ModelShape, shape_params_error
 from engine.model_catalog import SHAPE_FIELDS, CatalogModel, find_model
-from engine.moe import MoeShape
+from engine.moe import MoeShape, active_params, total_params
+from planner.inference_moe_shape import (
+    MOE_INPUT_FIELDS,
+    entered_moe_shape,
+    moe_fields_of,
+    moe_input_errors,
+    shown_shape,
+)
 
 ATTENTION_FIELDS: tuple[str, ...] = (
     "layers",
@@ -43,7 +54,8 @@ WHOLE_SHAPE = (
 )
 NOTHING_GIVEN = (
     "Give model (a name from the model catalog), the shape (layers, hidden_size, "
-    "attention_heads, kv_heads, head_dim, ffn_hidden_size, vocab_size) or model_params."
+    "attention_heads, kv_heads, head_dim, ffn_hidden_size, vocab_size), a mixture of experts' "
+    "shape (with experts, experts_per_token, expert_ffn_hidden_size) or model_params."
 )
 INFERRED = (
     "inferred from model_params: GPT-3-like, one KV head per query head (the largest KV cache "
@@ -91,9 +103,12 @@ def model_input_errors(attrs: Mapping[str, Any]) -> dict[str, str]:
     shape_given = _given(attrs, SHAPE_FIELDS)
     extras = [key for key in _given(attrs, COUNT_OPTIONS) if attrs[key] is not False]
     if attrs.get("model"):
-        clash = [*shape_given, *extras, *_given(attrs, ("model_params",))]
+        moe_given = _given(attrs, MOE_INPUT_FIELDS)
+        clash = [*shape_given, *extras, *moe_given, *_given(attrs, ("model_params",))]
         message = "The catalog model sets the shape and the parameters: give model or these."
         return dict.fromkeys(clash, message)
+    if (moe_errors := moe_input_errors(attrs)) is not None:
+        return moe_errors
     if not shape_given:
         if extras:
             return dict.fromkeys(extras, "Give it with the shape (layers, hidden_size, …).")
@@ -189,6 +204,29 @@ def _entered(data: Mapping[str, Any]) -> ServedModel:
     )
 
 
+def _entered_moe(data: Mapping[str, Any]) -> ServedModel:
+    """A mixture of experts by its shape: N its total (every expert, what memory holds), the
+    active parameters what one token uses (engine.moe), both counted from the shape."""
+    shape = entered_moe_shape(data)
+    counted = "counted from the mixture's shape"
+    entered = " (model_params entered agrees within 10 %)" if data.get("model_params") else ""
+    return ServedModel(
+        name=None,
+        params=total_params(shape),
+        shape=shown_shape(shape),
+        shape_source="entered",
+        attention=None,
+        provenance={
+            "shape": "entered (a mixture of experts)",
+            "model_params": f"{counted}: every expert{entered}",
+            "active_params": f"{counted}: the shared and top-k routed experts and the rest",
+        },
+        moe=shape,
+        active_params=active_params(shape),
+        moe_fields=moe_fields_of(shape),
+    )
+
+
 def _inferred(params: float) -> ServedModel:
     attention = AttentionShape.infer(params)
     shape: dict[str, int | None] = {
@@ -214,6 +252,8 @@ def served_model(data: Mapping[str, Any]) -> ServedModel:
     """The model of checked inputs (model_input_errors found nothing)."""
     if data.get("model"):
         return _from_catalog(str(data["model"]))
+    if spec_is_moe(data):
+        return _entered_moe(data)
     if any(data.get(key) is not None for key in SHAPE_FIELDS):
         return _entered(data)
     return _inferred(float(data["model_params"]))

@@ -22,13 +22,14 @@ from access.roles import PLANNER, has_role
 from engine.inference.curve import latency_throughput_curve
 from engine.inference.engines import DEFAULT_ENGINE, ENGINES
 from engine.limits import EngineInputError
-from engine.model_catalog import SHAPE_FIELDS, find_model, load_catalog
+from engine.model_catalog import SHAPE_FIELDS, CatalogModel, find_model, load_catalog
 from engine.text import name_error
 from frontend import charts
 from inventory.models import AcceleratorModel
 from planner import inference_plans
 from planner.inference_estimate import estimate_inference
 from planner.inference_inputs import InferenceEstimateInputSerializer
+from planner.inference_moe_shape import LATENT_FIELDS
 from planner.models import InferencePlan
 from planner.plans import can_edit
 
@@ -64,7 +65,20 @@ SHAPE_FORM_FIELDS = (
     ("ffn_hidden_size", "FFN hidden size"),
     ("vocab_size", "Vocabulary size"),
 )
+# A mixture of experts by its shape (planner.inference_moe_shape); "attention" is a choice.
+MOE_FORM_FIELDS = (
+    ("experts", "Routed experts (> 1: a mixture of experts)"),
+    ("experts_per_token", "Experts per token (top-k)"),
+    ("shared_experts", "Shared experts"),
+    ("expert_ffn_hidden_size", "Expert FFN hidden size"),
+    ("dense_layers", "Leading dense layers"),
+    ("q_lora_rank", "MLA query rank"),
+    ("kv_lora_rank", "MLA KV latent rank"),
+    ("qk_rope_head_dim", "MLA RoPE key width"),
+    ("v_head_dim", "MLA value head width"),
+)
 SHAPE_LABELS = dict(SHAPE_FORM_FIELDS)
+MOE_LABELS = {**dict(MOE_FORM_FIELDS), "attention": "Attention"}
 TRUE_VALUES = ("true", "True", "1", "on")  # a ticked box, however the URL spells it
 SHAPE_SOURCE_WORDS = {
     "catalog": "from the model catalog",
@@ -110,19 +124,68 @@ def query_input(request: HttpRequest, query: QueryDict | None = None) -> dict:
 
 
 def catalog_choices() -> list[dict]:
-    """The model picker's entries: each catalog model's name and shape (the script shows the
-    shape in the custom fields when a model is picked)."""
+    """The model picker's entries: each catalog model's name, label (a mixture of experts
+    with its total and active parameters) and the fields that enter it by shape (the script
+    shows them in the custom fields when a model is picked)."""
     return [
-        {
-            "name": model.name,
-            "shape": {
-                **model.shape(),
-                "mlp_kind": model.mlp_kind,
-                "tied_embeddings": model.tied_embeddings,
-            },
-        }
+        {"name": model.name, "label": model_label(model), "shape": entered_fields(model)}
         for model in load_catalog().models
     ]
+
+
+def model_label(model: CatalogModel) -> str:
+    """The picker's words: the name, and a mixture's total and active parameters."""
+    if not model.is_moe:
+        return model.name
+    total, active = billions(model.total_params()), billions(model.active_params())
+    return f"{model.name} (MoE: {total} total · {active} active)"
+
+
+def entered_fields(model: CatalogModel) -> dict:
+    """The custom fields that enter a catalog model by its shape: a mixture's MoE fields and
+    none of the dense ones it would refuse (no kv_heads with latent attention, no dense FFN
+    width without dense layers); the MoE fields blank for a dense model."""
+    fields: dict = {
+        **model.shape(),
+        "mlp_kind": model.mlp_kind,
+        "tied_embeddings": model.tied_embeddings,
+        "attention": "",
+    }
+    if not model.is_moe:
+        return fields
+    fields |= model.moe_fields()
+    if model.attention == "mla":
+        del fields["kv_heads"]
+    else:
+        fields = {k: v for k, v in fields.items() if k not in LATENT_FIELDS}
+    if not model.v_head_dim:
+        del fields["v_head_dim"]
+    if not model.dense_layers:
+        del fields["ffn_hidden_size"], fields["dense_layers"]
+    return fields
+
+
+def billions(params: float) -> str:
+    """A parameter count in billions, three significant figures ("235 B", "22.2 B")."""
+    return f"{params / 1e9:.3g} B"
+
+
+def moe_summary(result: dict) -> str | None:
+    """A mixture's line: total and active parameters, experts, top-k, shared and dense
+    layers, the attention kind; None for a dense model (every parameter active)."""
+    moe = result.get("moe")
+    if not moe:
+        return None
+    total, active = billions(result["model_params"]), billions(result["active_params"])
+    words = [f"{total} total · {active} active", f"{moe['experts']} experts"]
+    words.append(f"top-{moe['experts_per_token']}")
+    if moe.get("shared_experts"):
+        words.append(f"{moe['shared_experts']} shared")
+    if moe.get("dense_layers"):
+        words.append(f"{moe['dense_layers']} dense layers")
+    if moe.get("attention") == "mla":
+        words.append("latent attention (MLA)")
+    return ", ".join(words)
 
 
 def engine_choices() -> list[tuple[str, str]]:
@@ -152,6 +215,13 @@ def model_summary(result: dict) -> dict:
         "shape_source": source,
         "provenance": (result.get("provenance") or {}).get("shape", ""),
         "params": result.get("model_params"),
+        "active_params": result.get("active_params"),
+        "moe": moe_summary(result),
+        "moe_fields": [
+            (key, MOE_LABELS.get(key, key), value)
+            for key, value in (result.get("moe") or {}).items()
+            if value or key in ("shared_experts", "dense_layers")  # no unused latent widths
+        ],
         "fields": [
             (key, SHAPE_LABELS.get(key, key), shape.get(key))
             for key in (*SHAPE_FIELDS, *(k for k in shape if k not in SHAPE_FIELDS))
@@ -251,6 +321,7 @@ def inference_planner(request: HttpRequest):
         "data": data,
         "form_fields": [(name, label, data.get(name, "")) for name, label in FORM_FIELDS],
         "shape_fields": [(name, label, data.get(name, "")) for name, label in SHAPE_FORM_FIELDS],
+        "moe_fields": [(name, label, data.get(name, "")) for name, label in MOE_FORM_FIELDS],
         "models": catalog_choices(),
         "picked_model": picked_model(data),
         "engines": engine_choices(),

@@ -1,6 +1,6 @@
-// Inference tab: the model picker. A catalog model shows its published shape in the custom
-// fields, read-only and not sent (the name is); "Custom shape" makes them editable again,
-// starting from the last model's shape.
+// Inference tab: the model picker. A catalog model shows its published shape (a mixture of
+// experts' MoE fields too) in the custom fields, read-only and not sent (the name is);
+// "Custom shape" makes them editable again, starting from the last model's shape.
 (function () {
   const picker = document.querySelector("select[data-model-picker]");
   const custom = document.querySelector("[data-custom-shape]");
@@ -8,7 +8,9 @@
   if (!picker || !custom || !dataNode) { return; }
   const shapes = {};
   JSON.parse(dataNode.textContent).forEach(function (entry) { shapes[entry.name] = entry.shape; });
-  const controls = custom.querySelectorAll("input, select");
+  const controls = document.querySelectorAll(
+    "[data-custom-shape] input, [data-custom-shape] select, [data-moe-shape] input, [data-moe-shape] select"
+  );
   const note = document.querySelector("[data-catalog-note]");
 
   function apply() {
