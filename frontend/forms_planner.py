@@ -1,6 +1,8 @@
 """The "new plan" form: a training goal and the options to compare, as plan inputs.
 
-The form checks shapes and ranges; `planner.plans.create_plan` checks the rest against the
+The form checks shapes and ranges, then its workload goes through the API's serializer, so a
+plan made here is stored as the API stores it (the catalog model and the mixture-of-experts
+fields: frontend.forms_planner_moe); `planner.plans.create_plan` checks the rest against the
 inventory and the engine, and its PlanInputError lands next to the field it names.
 """
 
@@ -15,9 +17,11 @@ from django import forms
 from core.bounds import WithinLimit
 from core.text import validate_name
 from engine.capacity.options import DEFAULT_UTILIZATION
+from engine.capacity.workload import spec_is_moe
 from engine.defaults import SOFTWARE_STACKS
 from engine.limits import limit, range_error
 from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
+from frontend.forms_planner_moe import MOE_FIELDS, MoeModelFields
 from inventory.models import AcceleratorModel, Pool, Site
 from planner.plans import DEFAULT_HISTORY_DAYS, model_spec_errors
 
@@ -59,6 +63,7 @@ ERROR_FIELDS = {
     ("workload", "micro_batch"): "micro_batch",
     **{("workload", f"{d}_degree"): f"{d}_degree" for d in ("tp", "pp", "vp", "cp", "dp")},
     **{("workload", name): name for name in SHAPE_FIELDS},
+    **{("workload", name): name for name in (*MOE_FIELDS, "model")},
     ("options_spec", "accelerators"): "accelerators",
     ("options_spec", "cards"): "cards",
     ("options_spec", "deadline_days"): "deadline_days",
@@ -111,14 +116,15 @@ class PoolChoiceField(forms.ModelMultipleChoiceField):
         return f"{pool.name} ({pool.cluster.name}, {pool.cluster.site.name})"
 
 
-class PlanForm(forms.Form):
+class PlanForm(MoeModelFields, forms.Form):
     name = forms.CharField(max_length=200, initial="New plan", validators=[validate_name])
     # The training goal
     params_billions = forms.FloatField(
         label="Parameters (billions)",
         required=False,
         validators=[WithinLimitInBillions("model_params")],
-        help_text="N, e.g. 175 for GPT-3; optional with the model shape below.",
+        help_text="N, e.g. 175 for GPT-3; optional with a catalog model or the model shape "
+        "below (a mixture of experts: its total).",
     )
     tokens_billions = forms.FloatField(
         label="Training tokens (billions)",
@@ -175,8 +181,11 @@ class PlanForm(forms.Form):
     )
     mlp_kind = forms.ChoiceField(
         label="MLP",
-        choices=[("plain", "Plain: two matrices (GPT-3)"), ("gated", "Gated: three (SwiGLU)")],
-        initial="plain",
+        choices=[
+            ("", "Default: plain (gated for a mixture of experts)"),
+            ("plain", "Plain: two matrices (GPT-3)"),
+            ("gated", "Gated: three (SwiGLU)"),
+        ],
         required=False,
     )
     attention_heads = forms.IntegerField(
@@ -323,10 +332,13 @@ class PlanForm(forms.Form):
         "software_stack",
     )
     PARALLELISM_FIELDS = ("parallelism", *DEGREE_FIELDS)
+    # The error summary's order: the page's (the MoE fields are declared in a base class).
+    field_order = ("name", "model", *WORKLOAD_FIELDS, *SHAPE_FIELDS, *MOE_FIELDS)
     LEVER_FIELDS = ("liquid_cooling_cost", "colocation_cost")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.workload: dict[str, Any] = {}  # as the API stores it: set by a clean() that passes
         for name in ("params_billions", "tokens_billions"):
             self.fields[name].widget.attrs.update({"step": "any"})
 
@@ -369,12 +381,16 @@ class PlanForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("parallelism") == "fixed" and not any(data.get(k) for k in DEGREE_FIELDS):
+        degrees = (*DEGREE_FIELDS, "ep_degree")  # EP is fixed in the mixture-of-experts section
+        if data.get("parallelism") == "fixed" and not any(data.get(k) for k in degrees):
             self.add_error("tp_degree", "Give at least one degree, or let the planner choose.")
-        if "params_billions" in data and all(f in data for f in SHAPE_FIELDS):
+        if all(f in data for f in ("params_billions", "model", *SHAPE_FIELDS, *MOE_FIELDS)):
             for field, message in model_spec_errors(self._model(data)).items():
                 if field == "model_params" and data.get("params_billions") is None:
-                    message = "This field is required, unless the model shape below is given."
+                    message = (
+                        "This field is required, unless a catalog model or the model shape "
+                        "below is given."
+                    )
                 self.add_error(ERROR_FIELDS.get(("workload", field)), message)
         batch, cap = data.get("global_batch_million_tokens"), data.get("max_batch_million_tokens")
         if batch and cap and cap < batch:
@@ -391,24 +407,30 @@ class PlanForm(forms.Form):
             and not data["pools"]
         ):
             self.add_error("accelerators", "Choose card models or existing pools (or both).")
+        if not self.errors:  # the rest is sound: the workload as the API would store it
+            self.workload, errors = self.api_workload(self._workload(data))
+            self.add_service_errors({"workload": errors})
         return data
 
-    @staticmethod
-    def _model(data: Mapping[str, Any]) -> dict[str, Any]:
-        """N (when given) and the shape fields given, as the workload names them."""
+    @classmethod
+    def _model(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """N (when given), the catalog model and the shape and MoE fields given, as the
+        workload names them."""
         model: dict[str, Any] = {}
         if data.get("params_billions") is not None:
             model["model_params"] = data["params_billions"] * BILLION
+        moe = cls.moe_spec(data)
         for name in SHAPE_FIELDS:
             value = data.get(name)
-            if value in (None, "", False) or (name == "mlp_kind" and value == "plain"):
+            # A mixture's MLP defaults to gated: there "plain" is a choice, not the default.
+            plain_default = value == "plain" and not spec_is_moe(moe)
+            if value in (None, "", False) or (name == "mlp_kind" and plain_default):
                 continue  # not given, or the default
             model[name] = value
-        return model
+        return {**model, **moe}
 
-    def plan_inputs(self) -> dict[str, Any]:
-        """create_plan keyword arguments from the cleaned data."""
-        data = self.cleaned_data
+    def _workload(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The workload the page's fields give (before the API's defaults)."""
         workload: dict[str, Any] = {
             **self._model(data),
             "tokens": data["tokens_billions"] * BILLION,
@@ -429,6 +451,12 @@ class PlanForm(forms.Form):
             for key in DEGREE_FIELDS:
                 if data.get(key):
                     workload[key] = data[key]
+        return workload
+
+    def plan_inputs(self) -> dict[str, Any]:
+        """create_plan keyword arguments: the workload as the API stores it (checked by
+        clean), the options, overrides and levers from the cleaned data."""
+        data = self.cleaned_data
         spec: dict[str, Any] = {
             "history_days": data["history_days"],
             "cost_basis": data["cost_basis"],
@@ -457,7 +485,7 @@ class PlanForm(forms.Form):
             overrides["utilization"] = data["utilization_percent"] / 100  # for every option
         return {
             "name": data["name"],
-            "workload": workload,
+            "workload": self.workload,
             "options_spec": spec,
             "overrides": overrides,
             "levers": levers,

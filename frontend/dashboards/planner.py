@@ -25,13 +25,19 @@ from plotly.subplots import make_subplots
 from access.pages import role_required
 from access.roles import PLANNER, has_role
 from core.jobs.status import JobStatus
-from engine.capacity.workload import SHAPE_SPEC_FIELDS, shape_from_spec
+from engine.capacity.workload import MOE_SHAPE_FIELDS, MOE_TRAINING_FIELDS, SHAPE_SPEC_FIELDS
 from engine.factors import FACTOR_LABELS as ENGINE_FACTOR_LABELS
 from engine.factors import FACTOR_NAMES
-from engine.memory import ModelShape
 from engine.reliability import PRESET_LABELS, RELIABILITY_PRESETS
 from frontend import charts
 from frontend.dashboards.plan_facts import batch_summary, utilization_summary
+from frontend.dashboards.plan_model import (
+    mixture_of,
+    model_summary,
+    shape_summary,
+    split_summary,
+    with_expert_parallel,
+)
 from frontend.dashboards.plan_scatter import scatter_figure
 from frontend.forms_planner import PlanForm
 from planner import plans
@@ -322,8 +328,11 @@ WHATIF_WORKLOAD_KEYS = (
     "zero_stage",
     "software_stack",
     "micro_batch",
-    *(f"{degree}_degree" for degree in ("tp", "pp", "vp", "cp", "dp")),
+    *(f"{degree}_degree" for degree in ("tp", "pp", "vp", "cp", "dp", "ep")),
     *SHAPE_SPEC_FIELDS,
+    "model",  # a catalog model, dense or a mixture of experts
+    *MOE_SHAPE_FIELDS,
+    *MOE_TRAINING_FIELDS,
 )
 
 
@@ -379,69 +388,6 @@ def whatif_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
         },
         "currency": row.get("currency") or "",
     }
-
-
-def _given_shape(workload: dict[str, Any]) -> ModelShape | None:
-    try:
-        return shape_from_spec(workload)
-    except (TypeError, ValueError):  # a stored workload from before a field existed
-        return None
-
-
-def model_summary(workload: dict[str, Any]) -> str:
-    """ "175 B parameters, 300 B tokens" (or total FLOPs when the plan gives those); without
-    model_params, the given shape's own count."""
-    shape = _given_shape(workload)
-    count = workload.get("model_params") or (shape.params if shape else 0)
-    params = f"{count / 1e9:,.4g} B parameters"
-    if workload.get("tokens"):
-        return f"{params}, {workload['tokens'] / 1e9:,.4g} B tokens"
-    return f"{params}, {workload.get('total_flops', 0):.3g} FLOPs"
-
-
-def shape_summary(workload: dict[str, Any], results: dict[str, Any] | None) -> str:
-    """The model's shape as the plan gives it (or as the planner inferred it from N)."""
-    shape = _given_shape(workload)
-    if shape is None:
-        inferred = (results or {}).get("model_shape") or {}
-        if not inferred.get("layers"):
-            return "inferred GPT-3-like from the parameters"
-        return (
-            f"{inferred['layers']} layers × {inferred['hidden']:,} hidden, {inferred['heads']} "
-            "heads: inferred GPT-3-like from the parameters"
-        )
-    kv = f" ({shape.kv_heads} KV)" if shape.kv_heads and shape.kv_heads != shape.heads else ""
-    mlp = f"{shape.mlp} MLP {shape.ffn:,} wide"
-    vocab = "embeddings not counted"
-    if shape.vocab:
-        tied = "tied" if shape.tied_embeddings else "untied"
-        vocab = f"vocabulary {shape.vocab:,} ({tied})"
-    return (
-        f"{shape.layers} layers × {shape.hidden:,} hidden, {shape.heads} heads{kv}, {mlp}, "
-        f"{vocab}: {shape.params / 1e9:,.4g} B parameters by the shape"
-    )
-
-
-# Degrees a plan may fix: (workload key, label).
-FIXED_DEGREES = (
-    ("tp_degree", "TP"),
-    ("pp_degree", "PP"),
-    ("vp_degree", "VP"),
-    ("cp_degree", "CP"),
-    ("dp_degree", "DP"),
-)
-
-
-def split_summary(workload: dict[str, Any]) -> str:
-    """ "fixed TP 8 · PP 4, the rest chosen per option, micro-batch 1 sequence"."""
-    fixed = [f"{label} {workload[key]}" for key, label in FIXED_DEGREES if workload.get(key)]
-    text = "split chosen per option"
-    if fixed:
-        text = f"fixed {' · '.join(fixed)}, the rest chosen per option"
-    micro = workload.get("micro_batch")
-    if micro:
-        text += f", micro-batch {micro} sequence{'s' if micro != 1 else ''}"
-    return text
 
 
 # --- views --------------------------------------------------------------------------------------
@@ -502,6 +448,7 @@ def plan_detail(request: HttpRequest, pk: int):
         "model_summary": model_summary(plan.workload or {}),
         "shape_summary": shape_summary(plan.workload or {}, plan.results),
         "split_summary": split_summary(plan.workload or {}),
+        "mixture": mixture_of(plan.workload or {}),
         "batch_summary": batch_summary(plan.workload or {}),
         "utilization_summary": utilization_summary(plan.overrides),
         "preset_label": PRESET_LABELS.get(
@@ -521,6 +468,9 @@ def plan_detail(request: HttpRequest, pk: int):
             sort = DEFAULT_SORT
         descending = request.GET.get("dir") == "desc"
         rows = sorted_options(frame, sort, descending)
+        headers = table_headers(sort, descending, option_id)
+        if context["mixture"] is not None:
+            with_expert_parallel(rows, headers)
         page = Paginator(rows, OPTIONS_PER_PAGE).get_page(request.GET.get("page"))
         chosen = next((r for r in rows if r["option_id"] == option_id), None)
         tornado = tornado_frame(plan, option_id, currency)
@@ -534,7 +484,7 @@ def plan_detail(request: HttpRequest, pk: int):
             "paginator": page.paginator,
             "is_paginated": page.has_other_pages(),
             "option_rows": page.object_list,
-            "headers": table_headers(sort, descending, option_id),
+            "headers": headers,
             "sort": sort,
             "chosen": chosen,
             "tornado_rows": tornado.to_dict("records"),
