@@ -28,7 +28,10 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 
 pytestmark = pytest.mark.django_db
+# "Costs little" is this thread's CPU time (the test client runs the view here), so a busy
+# machine does not fail it; the wall-clock backstop still catches work hidden in the database.
 SLOW_S = 2.0
+WALL_BACKSTOP_S = 20.0
 PLACEHOLDER = "__hostile__"
 # JSON text put in place of a field's value: numbers and literals, then the same as strings.
 HOSTILE_TOKENS = [
@@ -133,14 +136,33 @@ class Raised:
         self.content = repr(exc).encode()
 
 
+class Cost:
+    """CPU seconds of this thread and wall seconds of a block."""
+
+    def __enter__(self) -> Cost:
+        self.cpu_started, self.wall_started = time.thread_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.cpu_s = time.thread_time() - self.cpu_started
+        self.wall_s = time.perf_counter() - self.wall_started
+
+    @property
+    def too_much(self) -> bool:
+        return self.cpu_s > SLOW_S or self.wall_s > WALL_BACKSTOP_S
+
+    def __str__(self) -> str:
+        return f"{self.cpu_s:.1f} s CPU, {self.wall_s:.1f} s wall"
+
+
 def send(client, method: str, path: str, text: str, etag: str | None = None):
-    started = time.perf_counter()
     extra = {"HTTP_IF_MATCH": etag} if etag else {}
-    try:
-        response = client.generic(method, path, text, content_type="application/json", **extra)
-    except Exception as exc:  # a raised view is the 500 we are looking for
-        response = Raised(exc)
-    return response, time.perf_counter() - started
+    with Cost() as cost:
+        try:
+            response = client.generic(method, path, text, content_type="application/json", **extra)
+        except Exception as exc:  # a raised view is the 500 we are looking for
+            response = Raised(exc)
+    return response, cost
 
 
 def rotating(values: list[str], index: int) -> list[str]:
@@ -173,12 +195,12 @@ def test_hostile_numbers_in_every_body_field(admin_api, openapi):
             body = json.dumps(with_value(base, field, PLACEHOLDER))
             for token in rotating(HOSTILE_TOKENS, index):
                 text = body.replace(json.dumps(PLACEHOLDER), token)
-                response, seconds = send(admin_api, method.upper(), url, text, etag)
+                response, cost = send(admin_api, method.upper(), url, text, etag)
                 sent += 1
-                if response.status_code >= 500 or seconds > SLOW_S:
+                if response.status_code >= 500 or cost.too_much:
                     failures.append(
                         f"{method.upper()} {url} {field}={token}: {response.status_code} "
-                        f"in {seconds:.1f}s {response.content[:120]!r}"
+                        f"in {cost} {response.content[:120]!r}"
                     )
     assert sent > 600, sent  # the walk found the numeric fields
     assert not failures, "\n".join(failures[:40])
@@ -196,14 +218,11 @@ def test_hostile_strings_in_every_query_parameter(admin_api, openapi):
             if name == "format":
                 continue  # a format is a renderer choice, covered by the export tests
             for value in rotating(HOSTILE_STRINGS, index):
-                started = time.perf_counter()
-                response = admin_api.get(url, {name: value})
-                seconds = time.perf_counter() - started
+                with Cost() as cost:
+                    response = admin_api.get(url, {name: value})
                 sent += 1
-                if response.status_code >= 500 or seconds > SLOW_S:
-                    failures.append(
-                        f"GET {url}?{name}={value}: {response.status_code} {seconds:.1f}s"
-                    )
+                if response.status_code >= 500 or cost.too_much:
+                    failures.append(f"GET {url}?{name}={value}: {response.status_code} {cost}")
     assert sent > 150, sent
     assert not failures, "\n".join(failures[:40])
 
@@ -219,9 +238,9 @@ SHAPE_NUMBERS = ("layers", "hidden_size", "attention_heads")
 
 
 def _post(client, path: str, body: dict):
-    response, seconds = send(client, "POST", path, json.dumps(body))
+    response, cost = send(client, "POST", path, json.dumps(body))
     assert response.status_code < 500, (body, response.content[:300])
-    assert seconds < SLOW_S, (body, seconds)
+    assert not cost.too_much, (body, str(cost))
 
 
 @settings(
@@ -287,11 +306,10 @@ def test_schemathesis_bodies_within_the_bounds(write_schema):
             suppress_health_check=list(HealthCheck),
         )
         def check(case):
-            started = time.perf_counter()
-            response = case.call(headers=headers)
-            seconds = time.perf_counter() - started
+            with Cost() as cost:
+                response = case.call(headers=headers)
             case.validate_response(response, checks=[not_a_server_error])
-            assert seconds < SLOW_S, (case.path, seconds)
+            assert not cost.too_much, (case.path, str(cost))
 
         try:
             check()
