@@ -13,6 +13,10 @@ The second table is the serving model's (engine/inference/track_record.py): ever
 engine/data/published_serving_runs.json (TensorRT-LLM, vLLM, gpt-fast, FasterTransformer and
 this repository's GPU measurements) through evaluate_inference, with the error, the band and
 the role; then median and worst error and band coverage for calibration and held-out rows.
+
+Between them, the mixture-of-experts training runs (the file's "moe_runs": DeepSeek-V3 on
+2,048 H800, the calibration check; DeepSeek-V2 and NVIDIA's NeMo / Megatron-Bridge tables,
+held back) through the same planner, as their own group of the record ("moe"; engine/moe_runs.py).
 With --write-serving only the file's "serving" part is rewritten (the training part is left
 as it is), and the serving band's factors recomputed from the calibration rows are printed:
 band.RATIO_FACTORS must hold them (engine/inference/band.py says how the band is made).
@@ -42,6 +46,7 @@ from engine.track_record import (
     TRACK_RECORD_PATH,
     compute_track_record,
     dumps,
+    format_moe_table,
     format_serving_table,
     format_table,
     load_track_record,
@@ -168,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{where} {name} = {value:.4g}")
     record = compute_track_record()
     print(format_table(record))
+    print("\nMixture of experts (the moe_runs of the runs file; no fit reads them)\n")
+    print(format_moe_table(record["moe"]))
     print("\nServing\n")
     print(format_serving_table(record["serving"]))
     if args.write:

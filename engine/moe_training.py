@@ -14,16 +14,16 @@ MoE layer and micro-batch each card sends its tokens to their experts and gets t
     exposed = max(all-to-all − overlap × the MoE layers' compute, 0)
 
 The busiest expert sets the pace of the grouped GEMMs: the routed experts' time is × the
-capacity factor (routing imbalance); the grouped GEMM over an expert's smaller matrix reaches
-a share of a large GEMM's rate that falls with the tokens each expert gets.
+capacity factor (routing imbalance); the grouped GEMMs reach a share of a large GEMM's rate
+set by the experts' shape, the tokens each gets and the card's ridge point, and the routing
+kernels move their bytes at HBM bandwidth (engine.moe_kernels).
 
 Sources (docs/capacity-planning.md, "Mixture of experts"): DeepSeek-AI 2024, "DeepSeek-V3
 Technical Report" (arXiv:2412.19437) §3.2 (DualPipe overlapping the all-to-all with compute,
 node-limited dispatch over InfiniBand forwarded on NVLink, FP8 dispatch and BF16 combine) and
 §3.3 (FP8 training); Fedus et al. 2022, "Switch Transformers" (JMLR 23) §2.2 (capacity factor,
 1.0-1.25 in their runs); Lepikhin et al. 2021, "GShard" (ICLR) (the dispatch and combine
-all-to-all per MoE layer); Gale et al. 2023, "MegaBlocks" (MLSys) §4-5 (grouped/block-sparse
-expert GEMMs: 1.0-1.4× slower than dense GEMMs of the same FLOPs at small tokens per expert).
+all-to-all per MoE layer); Gale et al. 2023, "MegaBlocks" (MLSys) §3 (token permutation).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from engine import moe_kernels
 from engine.memory import ModelShape
 from engine.moe import (
     MoeShape,
@@ -53,11 +54,6 @@ DEFAULT_CAPACITY_FACTOR = 1.25
 # dispatch/combine of one micro-batch with another's compute (EP A2A overlap, 2025); DeepSeek-
 # V3's DualPipe hides it fully (§3.2.1): a run states its own (training.moe_a2a_overlap).
 DEFAULT_A2A_OVERLAP = 0.5
-# Grouped-GEMM rate of the experts relative to one large GEMM: ceiling × m/(m + m½), m the
-# tokens each local expert gets per micro-batch (MegaBlocks §5: within ~10 % of dense cuBLAS
-# at thousands of tokens per expert, slower below a few hundred).
-GROUPED_GEMM_CEILING = 0.9
-GROUPED_GEMM_HALF_TOKENS = 128.0
 # While the all-to-all runs behind compute its kernels hold SMs the GEMMs then lack: DeepSeek-V3
 # gives 20 of the H800's 132 SMs to communication (§3.2.2); NCCL's all-to-all takes as many.
 COMMUNICATION_SM_SHARE = 20.0 / 132.0
@@ -144,11 +140,23 @@ def attention_width(shape: MoeShape) -> tuple[float, float]:
     return heads * float(shape.head_dim), float(shape.head_dim)
 
 
-def grouped_gemm_efficiency(tokens_per_expert: ArrayLike) -> FloatArray:
-    """The experts' grouped GEMMs' rate relative to a large GEMM's (MegaBlocks §5)."""
-    m = np.asarray(tokens_per_expert, dtype=np.float64)
-    share: FloatArray = GROUPED_GEMM_CEILING * m / (m + GROUPED_GEMM_HALF_TOKENS)
-    return share
+def grouped_gemm_efficiency(
+    tokens_per_expert: ArrayLike,
+    shape: MoeShape,
+    rates: tuple[ArrayLike, ArrayLike],
+    *,
+    fp8: bool = False,
+) -> FloatArray:
+    """The experts' grouped GEMMs' rate relative to a large GEMM's, by the experts' shape and
+    the card's ridge point (`rates`: its large-GEMM FLOP/s and HBM bytes/s; engine.moe_kernels)."""
+    return moe_kernels.grouped_gemm_efficiency(
+        tokens_per_expert,
+        float(shape.hidden_size),
+        float(shape.expert_ffn),
+        rates,
+        in_bytes=FP8_BYTES if fp8 else BF16_BYTES,
+        gated=shape.gated_mlp,
+    )
 
 
 def tokens_per_local_expert(shape: MoeShape, tokens: ArrayLike, ep: ArrayLike) -> FloatArray:
@@ -210,14 +218,14 @@ def all_to_all_s(
 
 
 def permutation_bytes(moe: MoeTraining, tokens: ArrayLike, passes: float) -> FloatArray:
-    """HBM bytes of gathering each token's top-k copies into the experts' order and scattering
-    them back (permute and unpermute: each copy written and read), forward and backward (its
-    gradients take the reverse way), every MoE layer (MegaBlocks §3; Megatron-Core's
-    token permutation). The caller takes its stage's share."""
+    """HBM bytes of the routing kernels (router softmax and top-k, permute, combine, and their
+    gradients) of `tokens` tokens, every MoE layer (engine.moe_kernels). The caller takes its
+    stage's share."""
     shape = moe.shape
-    copies = np.asarray(tokens, dtype=np.float64) * shape.experts_per_token
-    per_pass = 2.0 * 2.0 * copies * shape.hidden_size * BF16_BYTES  # two ops, write + read
-    total: FloatArray = (passes - 1.0) * per_pass * shape.moe_layer_count
+    per_token = moe_kernels.routing_bytes_per_token(
+        shape.hidden_size, shape.experts_per_token, shape.experts, passes
+    )
+    total: FloatArray = np.asarray(tokens, dtype=np.float64) * per_token * shape.moe_layer_count
     return total
 
 

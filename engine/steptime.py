@@ -13,7 +13,8 @@ on ``t·p·c`` cards (tensor, pipeline, context parallel). Per card and micro-ba
 
     matmuls    = 2·passes·T·(N_layers·L_p/L + N_out/p)/t ÷ (peak · e_gemm) + calls · t_call
     attention  = (3.5 + passes − 3) · 2·s·h·T·L_p/t ÷ (bf16 peak · e_att(block, h/heads))
-    kernels    = (β_act·passes/3 + φ_fp8) · A·T·L_p + λ·V·T/(t·p)      bytes ÷ (HBM · e_hbm)
+    kernels    = (β_act·passes/3 + φ_fp8) · A·T·L_p + Q_fp4·T·L_p/t + λ·V·T/(t·p)
+                                                                    bytes ÷ (HBM · e_hbm)
     weights    = β_w · N/(t·p)                                          bytes ÷ (HBM · e_hbm)
     compute    = m · (matmuls + attention + kernels + weights) + optimizer
                  (÷ multi_card_compute_share when the job has more than one card)
@@ -23,10 +24,12 @@ on ``t·p·c`` cards (tensor, pipeline, context parallel). Per card and micro-ba
     scaling    = compute / (compute + bubble + tp + cp + pp + dp)
 
 ``N_layers`` and ``N_out`` are the matmul weights of the layers and of the output projection
-(an FP8 run keeps the latter in bf16), ``A`` the layer's stored activation bytes per token
-(Korthikanti et al. 2022, engine.memory), ``V`` the vocabulary. e_gemm, e_att, e_hbm, t_call
-and the traffic constants are the defaults of engine/defaults.py, each with its source; an
-entered or measured MFU replaces the per-card model (compute = useful ÷ MFU).
+(an FP8 or FP4 run keeps the latter in bf16; an FP4 run also a share of the former, and
+quantises every GEMM operand: Q_fp4, engine.training_precision), ``A`` the layer's stored
+activation bytes per token (Korthikanti et al. 2022, engine.memory), ``V`` the vocabulary.
+e_gemm, e_att, e_hbm, t_call and the traffic constants are the defaults of engine/defaults.py,
+each with its source; an entered or measured MFU replaces the per-card model
+(compute = useful ÷ MFU).
 
 Sources: Narayanan et al. 2021 (SC21, interleaved schedule and its bubble), Korthikanti et al.
 2022 (sequence parallel collectives, activation bytes), Liu et al. 2023 (ring attention),
@@ -55,6 +58,7 @@ from engine.moe_training import (
     permutation_bytes,
     tokens_per_local_expert,
 )
+from engine.training_precision import quantisation_bytes_per_token_layer
 
 FloatArray = NDArray[np.float64]
 # (layers, hidden, seq_len) and (tp, pp, virtual stages, cp, dp, micro-batch sequences,
@@ -165,6 +169,11 @@ class Workload:
     sequence_parallel: bool = True
     fp8: bool = False
     zero_stage: int = 1
+    # FP4 (engine.training_precision): the layers' GEMMs at the FP4 rate but a share of them
+    # kept in bf16, and the quantisation traffic of the 4-bit format (nvfp4 or mxfp4).
+    fp4: bool = False
+    bf16_layer_share: float = 0.0
+    fp4_format: str = "nvfp4"
     # A mixture of experts (engine.moe_training): params is then every expert's weights (what
     # memory holds) and a token multiplies through the active ones only.
     moe: MoeTraining | None = None
@@ -236,15 +245,21 @@ def _matmul_s(work: Workload, split: Split, card: CardRates, ep: ArrayLike = 1.0
         expert_mm = work.moe.routed_active_params
         layer_mm -= expert_mm
         per_expert = tokens_per_local_expert(work.moe.shape, tokens / t, ep)
-        expert_rate = expert_rate * grouped_gemm_efficiency(per_expert)
+        rates = (card.matmul_flops_s, card.hbm_bytes_s)
+        expert_rate = expert_rate * grouped_gemm_efficiency(
+            per_expert, work.moe.shape, rates, fp8=work.fp8
+        )
         expert_rate = expert_rate / work.moe.capacity_factor
     share = 2.0 * passes * tokens / t * stage_layers / layers
+    # The layers an FP4 recipe keeps in bf16 (spread evenly over the stages).
+    kept = work.bf16_layer_share * layer_mm
+    layer_mm -= kept
     out_flops = 2.0 * passes * tokens / t * out_mm / p
     calls = passes * (GEMMS_PER_LAYER * stage_layers + (out_mm > 0))
     seconds: FloatArray = (
         share * layer_mm / np.asarray(card.matmul_flops_s)
         + share * expert_mm / expert_rate
-        + out_flops / np.asarray(card.bf16_matmul_flops_s)
+        + (out_flops + share * kept) / np.asarray(card.bf16_matmul_flops_s)
         + calls * _default("gemm_call_overhead_us") * 1e-6
     )
     return seconds
@@ -284,6 +299,7 @@ def _memory_s(
         per_activation += traffic.fp8_cast_per_activation_byte
     kernel_bytes = (
         per_activation * activations
+        + _quantisation_bytes(work, tokens, t, p)
         + traffic.logits_bytes_per_vocab * float(shape.vocab or 0) * tokens / (t * p)
         + traffic.weight_bytes_per_param
         * params_per_model_rank(work.moe, work.params, ep)
@@ -296,6 +312,20 @@ def _memory_s(
         )
     seconds: FloatArray = kernel_bytes / np.asarray(card.hbm_bytes_s)
     return seconds
+
+
+def _quantisation_bytes(
+    work: Workload, tokens: FloatArray, t: FloatArray, p: FloatArray
+) -> FloatArray | float:
+    """One micro-batch's FP4 quantisation traffic on one card (its FP4 layers only)."""
+    if not work.fp4:
+        return 0.0
+    per_token_layer = quantisation_bytes_per_token_layer(
+        work.shape, _passes(work.recompute), work.fp4_format
+    )
+    fp4_layers = np.ceil(work.shape.layers / p) * (1.0 - work.bf16_layer_share)
+    moved: FloatArray = per_token_layer * tokens / t * fp4_layers
+    return moved
 
 
 def _micro_batch_s(

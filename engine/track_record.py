@@ -14,17 +14,18 @@ whether the figure lies inside the planner's 10th–90th percentile band (``days
 error, band coverage; for all runs, the calibration runs and the held-out runs);
 benchmarks/fidelity.py writes it to ``engine/data/track_record.json``, which the "How accurate
 is the planner?" page shows and tests/engine/test_track_record.py keeps in step with the model.
-The serving model's record (engine/inference/track_record.py: published serving figures
-through the serving model) is the file's "serving" part.
-Figures are rounded (``SIGNIFICANT_DIGITS``, ``ERROR_DECIMALS``) so the file does not change
-with the last bits of floating point.
+The mixture-of-experts training runs (the runs file's "moe_runs", engine/moe_runs.py) are the
+file's "moe" part, their own group with their own summary (calibration check, held back); the
+serving model's record (engine/inference/track_record.py: published serving figures through
+the serving model) is its "serving" part.
+Figures are rounded (``SIGNIFICANT_DIGITS``, ``ERROR_DECIMALS`` of engine/track_record_rows.py,
+shared with the MoE part) so the file does not change with the last bits of floating point.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
@@ -34,6 +35,17 @@ import pandas as pd
 from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
 from engine.inference.track_record import ServingRecord, ServingStats, compute_serving_record
 from engine.memory import ModelShape
+from engine.moe_runs import MoeRecord, compute_moe_record
+from engine.track_record_rows import (
+    BAND_MEANING,
+    ERROR_DECIMALS,
+    FIGURE_UNITS,
+    TrackRecordRow,
+    TrackRecordStats,
+    option_of,
+    significant,
+    summarize,
+)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 RUNS_PATH = DATA_DIR / "published_training_runs.json"
@@ -47,78 +59,17 @@ ROLE_LABELS: Mapping[str, str] = {
     "all": "All runs",
     "calibration": "Calibration",
     "held_out": "Held out",
+    # The mixture-of-experts runs' roles (engine/moe_runs.py).
+    "check": "Calibration check",
+    "held_back": "Held back",
 }
 
 # Any token count: throughput does not depend on it once effective time is fixed.
 TOKENS = 1e12
-RUNNING = {"effective_time": 1.0, "utilization": 1.0}
-# The data file's card fields -> plan_capacity option columns.
-CARD_COLUMNS: Mapping[str, str] = {
-    "accelerator": "accelerator",
-    "vendor": "vendor",
-    "dense_bf16_tflops": "dense_bf16_tflops",
-    "dense_fp8_tflops": "dense_fp8_tflops",
-    "memory_gb": "memory_gb",
-    "memory_bandwidth_tbs": "memory_bandwidth_tbs",
-    "tdp_w": "tdp_w",
-    "nvlink_gbs": "intra_node_interconnect_gbs",
-    "inter_node_gbit_s_per_card": "inter_node_bandwidth_gbps_per_card",
-    "fabric": "fabric",
-}
-FIGURE_UNITS: Mapping[str, str] = {
-    "percent_of_peak": "% of peak",
-    "mfu_percent": "% MFU",
-    "tflops_per_gpu": "TFLOP/s per GPU",
-    "tokens_per_s_per_gpu": "tokens/s per GPU",
-}
-SIGNIFICANT_DIGITS = 4
-ERROR_DECIMALS = 1
 ERROR_MEANING = (
     "(modeled − published) ÷ published, in %: negative means the planner models the run "
     "slower than it ran (pessimistic), positive faster"
 )
-BAND_MEANING = (
-    "inside the band: the published figure lies between the planner's 10th and 90th "
-    "percentile (days_high and days_low of plan_capacity, turned into throughput)"
-)
-
-
-class TrackRecordRow(TypedDict):
-    """One published run against today's planner; modeled figures None when not modeled."""
-
-    id: str
-    name: str
-    role: str
-    stack: str
-    cards: int
-    accelerator: str
-    precision: str
-    figure: str  # the published figure's kind (FIGURE_UNITS)
-    unit: str
-    published: float
-    modeled: float | None
-    modeled_low: float | None
-    modeled_high: float | None
-    error_percent: float | None
-    inside_band: bool | None
-    split: str
-    reason: str  # why not modeled; "" when modeled
-    source: str
-
-
-class TrackRecordStats(TypedDict):
-    """Statistics of one group of rows (all runs, or one role)."""
-
-    runs: int
-    modeled: int
-    not_modeled: int
-    median_abs_error_percent: float | None
-    worst_error_percent: float | None  # signed: the error of largest size
-    worst_run: str | None
-    mean_signed_error_percent: float | None
-    inside_band: int
-    band_coverage_percent: float | None
-    median_band_half_width_percent: float | None  # (high − low) ÷ 2 ÷ modeled, bounded bands
 
 
 class TrackRecord(TypedDict):
@@ -129,6 +80,7 @@ class TrackRecord(TypedDict):
     band: str
     rows: list[TrackRecordRow]
     summary: dict[str, TrackRecordStats]
+    moe: MoeRecord
     serving: ServingRecord
 
 
@@ -229,7 +181,8 @@ def shape_of(model: Mapping[str, Any]) -> ModelShape:
 
 def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
     """The planner's workload: shape, sequence, batch, precision (fp16 has the bf16 peak) and
-    what the run states of its recipe (micro-batch, recomputation, software stack)."""
+    what the run states of its recipe (micro-batch, recomputation, software stack, the layers
+    an fp4 run keeps in bf16)."""
     model = run["model"]
     training = run.get("training") or {}
     micro_batch = training.get("micro_batch")
@@ -238,7 +191,8 @@ def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
         tokens=TOKENS,
         flops_per_param_token=int(training.get("flops_per_param_token", 6)),
         zero_stage=int(training.get("zero_stage", 1)),
-        precision="fp8" if run["precision"] == "fp8" else "bf16",
+        precision=run["precision"] if run["precision"] in ("fp8", "fp4") else "bf16",
+        fp4_bf16_layer_share=training.get("fp4_bf16_layer_share"),
         seq_len=int(model["seq_len"]),
         global_batch_sequences=int(run["global_batch_sequences"]),
         micro_batch=None if micro_batch is None else int(micro_batch),
@@ -246,21 +200,6 @@ def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
         software_stack=str(training.get("software_stack", "megatron")),
         shape=shape_of(model),
     )
-
-
-def option_of(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The planner's option row: the cards, their links, the documented stack options."""
-    cards = run["cards"]
-    option = {
-        column: cards[field]
-        for field, column in CARD_COLUMNS.items()
-        if cards.get(field) is not None
-    }
-    return {**option, **(run.get("planner_options") or {}), "cards": int(cards["count"]), **RUNNING}
-
-
-def _significant(value: float) -> float:
-    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
 
 def _split(row: pd.Series) -> str:
@@ -287,8 +226,8 @@ def model_run(run: Mapping[str, Any]) -> TrackRecordRow:
     low = modeled * days / high_days if math.isfinite(high_days) else None
     high = modeled * days / low_days
     published = float(run["published"]["value"])
-    modeled_r, high_r = _significant(modeled), _significant(high)
-    low_r = _significant(low) if low is not None else None
+    modeled_r, high_r = significant(modeled), significant(high)
+    low_r = significant(low) if low is not None else None
     return {
         **row,
         "modeled": modeled_r,
@@ -330,41 +269,9 @@ def _base_row(run: Mapping[str, Any]) -> TrackRecordRow:
 # --------------------------------------------------------------------------------------------
 
 
-def summarize(rows: Sequence[TrackRecordRow]) -> TrackRecordStats:
-    """Median absolute, worst and mean signed error and band coverage of the modeled rows."""
-    modeled = [row for row in rows if row["error_percent"] is not None]
-    errors = [float(cast(float, row["error_percent"])) for row in modeled]
-    inside = sum(1 for row in modeled if row["inside_band"])
-    worst = max(modeled, key=lambda row: abs(cast(float, row["error_percent"])), default=None)
-    half_widths = [
-        100.0 * (row["modeled_high"] - row["modeled_low"]) / 2.0 / row["modeled"]
-        for row in modeled
-        if row["modeled"] and row["modeled_low"] is not None and row["modeled_high"] is not None
-    ]
-
-    def rounded(value: float) -> float:
-        return round(value, ERROR_DECIMALS)
-
-    return {
-        "runs": len(rows),
-        "modeled": len(modeled),
-        "not_modeled": len(rows) - len(modeled),
-        "median_abs_error_percent": (
-            rounded(statistics.median(abs(e) for e in errors)) if errors else None
-        ),
-        "worst_error_percent": worst["error_percent"] if worst else None,
-        "worst_run": worst["id"] if worst else None,
-        "mean_signed_error_percent": rounded(statistics.fmean(errors)) if errors else None,
-        "inside_band": inside,
-        "band_coverage_percent": rounded(100.0 * inside / len(modeled)) if modeled else None,
-        "median_band_half_width_percent": (
-            rounded(statistics.median(half_widths)) if half_widths else None
-        ),
-    }
-
-
 def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> TrackRecord:
-    """Every published run through today's planner, and the summary by role."""
+    """Every published run through today's planner, and the summary by role; the mixture-of-
+    experts runs apart ("moe"), and the serving figures ("serving")."""
     rows = [model_run(run) for run in (load_runs() if runs is None else runs)]
     summary = {
         group: summarize([row for row in rows if group == "all" or row["role"] == group])
@@ -378,6 +285,7 @@ def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Tra
         "band": BAND_MEANING,
         "rows": rows,
         "summary": summary,
+        "moe": compute_moe_record(),
         "serving": compute_serving_record(),
     }
 
@@ -398,9 +306,19 @@ def format_figure(value: float | None, unit: str) -> str:
 
 def format_table(record: TrackRecord) -> str:
     """The rows and the summary as a plain-text table."""
+    return format_rows(record["rows"], record["summary"])
+
+
+def format_moe_table(moe: MoeRecord) -> str:
+    """The mixture-of-experts rows and their summary as a plain-text table."""
+    return format_rows(moe["rows"], moe["summary"])
+
+
+def format_rows(rows: Sequence[TrackRecordRow], summary: Mapping[str, TrackRecordStats]) -> str:
+    """Rows and a summary by group as a plain-text table."""
     head = ("run", "cards", "stack", "published", "modeled", "error", "band", "role")
     lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
-    for row in record["rows"]:
+    for row in rows:
         error = row["error_percent"]
         lines.append(
             " | ".join(
@@ -419,7 +337,7 @@ def format_table(record: TrackRecord) -> str:
         )
         lines.append(f"    source: {row['source']}")
     lines.append("")
-    for group, stats in record["summary"].items():
+    for group, stats in summary.items():
         lines.append(f"{ROLE_LABELS[group]}: {format_stats(stats)}")
     return "\n".join(lines)
 

@@ -137,7 +137,9 @@ class PlanForm(MoeModelFields, forms.Form):
         coerce=int,
         initial=6,
     )
-    precision = forms.ChoiceField(choices=[("bf16", "BF16"), ("fp8", "FP8")], initial="bf16")
+    precision = forms.ChoiceField(
+        choices=[("bf16", "BF16"), ("fp8", "FP8"), ("fp4", "FP4 (NVFP4 / MXFP4)")], initial="bf16"
+    )
     seq_len = forms.IntegerField(
         label="Sequence length (tokens)", validators=[WithinLimit("seq_len")], initial=2048
     )

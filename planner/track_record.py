@@ -4,7 +4,7 @@ in step with the model). Read from the file on each request, never recomputed on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from engine.track_record import ROLE_LABELS, format_figure, format_number, load_track_record
 
@@ -31,6 +31,13 @@ def _summary_row(group: str, stats: dict[str, Any]) -> dict[str, Any]:
         "half_width_text": _plain(stats.get("median_band_half_width_percent")),
     }
 
+
+# The mixture-of-experts training runs' summary groups (engine/moe_runs.py MOE_SUMMARY_GROUPS).
+MOE_GROUP_LABELS = {
+    "all": "Mixture of experts: all runs",
+    "check": "Mixture of experts: calibration check",
+    "held_back": "Mixture of experts: held back",
+}
 
 # Summary groups that are not an engine: the mixture-of-experts rows, apart from the dense.
 SERVING_GROUP_NAMES = {"moe": "Mixture of experts"}
@@ -105,6 +112,24 @@ def _table_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _moe_page(moe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The mixture-of-experts training runs' summary and rows, as the dense part (None: none
+    recorded)."""
+    if not moe:
+        return None
+    return {
+        "summary": [
+            {**_summary_row(g, dict(s)), "label": MOE_GROUP_LABELS[g]}
+            for g, s in moe["summary"].items()
+        ],
+        "rows": [_table_row(dict(row)) for row in moe["rows"]],
+        "error_meaning": moe["error"],
+        "band_meaning": moe["band"],
+        "runs_file": moe["runs_file"],
+        "section": moe["section"],
+    }
+
+
 def track_record_page() -> dict[str, Any]:
     """The summary by role and one row per published run, with display text."""
     record = load_track_record()
@@ -114,5 +139,6 @@ def track_record_page() -> dict[str, Any]:
         "error_meaning": record["error"],
         "band_meaning": record["band"],
         "runs_file": record["runs_file"],
+        "moe": _moe_page(cast(dict[str, Any] | None, record.get("moe"))),
         "serving": _serving_page(record.get("serving")),
     }

@@ -30,6 +30,7 @@ from engine.reliability import (
     default_mtbf_card_hours,
     site_kind_defaults,
 )
+from engine.training_precision import fp4_format, peak_column
 
 # --------------------------------------------------------------------------------------------
 # SEAM to the other engine modules (scaling, reliability, defaults, cost).
@@ -152,6 +153,7 @@ OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     "vendor": "",  # picks the per-vendor GEMM efficiency of the per-card model
     "dense_bf16_tflops": math.nan,  # required
     "dense_fp8_tflops": math.nan,
+    "dense_fp4_tflops": math.nan,  # NVFP4 (NVIDIA) or MXFP4 peak: fp4 training
     "memory_bandwidth_tbs": math.nan,  # HBM TB/s; NaN: hbm_tbs_per_bf16_pflops × the bf16 peak
     "memory_gb": math.nan,  # required
     "tdp_w": math.nan,  # required
@@ -220,6 +222,7 @@ _POSITIVE_COLUMNS = (
     "checkpoint_interval_hours",
     "amortization_years",
     "dense_fp8_tflops",
+    "dense_fp4_tflops",
     "memory_bandwidth_tbs",
     "default_training_mfu",
 )
@@ -357,9 +360,9 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     frame["card_granularity"] = frame["card_granularity"].astype(np.int64)
     cooling = frame["cooling_type"].to_numpy(dtype=object)
 
-    peak_column = "dense_fp8_tflops" if workload.precision == "fp8" else "dense_bf16_tflops"
     frame["precision"] = workload.precision
-    frame["peak_tflops"] = frame[peak_column]
+    frame["peak_tflops"] = frame[peak_column(workload.precision)]
+    frame["fp4_format"] = [fp4_format(v) for v in frame["vendor"].fillna("").astype(str)]
 
     # An entered MFU or throughput wins; else the per-card model gives it per split (steptime).
     achieved_mfu = frame["achieved_tflops_per_card"] / frame["peak_tflops"]

@@ -125,6 +125,7 @@ _WORKLOAD_FIELDS = (
     "total_flops",
     "flops_per_param_token",
     "precision",
+    "fp4_bf16_layer_share",
     "zero_stage",
     *(f"{degree}_degree" for degree in DEGREE_FIELDS),
     "micro_batch",

@@ -34,6 +34,11 @@ from engine.steptime import (
     step_time_arrays,
     traffic_defaults,
 )
+from engine.training_precision import (
+    bf16_layer_share,
+    fp4_weight_copy_bytes,
+    gemm_efficiency_ratio,
+)
 
 
 def nvlink_reach(frame: pd.DataFrame) -> NDArray[np.int64]:
@@ -75,12 +80,14 @@ def step_workload(workload: TrainingWorkload) -> Workload:
         fp8=workload.precision == "fp8",
         zero_stage=workload.zero_stage,
         moe=workload.moe_training,
+        fp4=workload.precision == "fp4",
+        bf16_layer_share=bf16_layer_share(workload.precision, workload.fp4_bf16_layer_share),
     )
 
 
 def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> CardRates:
     """What each option's card achieves (per split row when `row` picks the options): the
-    vendor's GEMM efficiency on the training precision's peak (FP8: × the FP8 ratio), the
+    vendor's GEMM efficiency on the training precision's peak (FP8, FP4: × their ratio), the
     attention kernel on the bf16 peak, HBM at its efficiency; compute rates × cooling."""
 
     def column(name: str) -> NDArray[np.float64]:
@@ -91,8 +98,9 @@ def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> Car
     peak = column("peak_tflops") * 1e12
     gemm = column("gemm_efficiency") * column("cooling_performance")
     precision = frame["precision"].to_numpy()
-    fp8 = (precision if row is None else precision[row]) == "fp8"
-    precision_share = np.where(fp8, table_default("fp8_gemm_efficiency_ratio"), 1.0)
+    precision_share = gemm_efficiency_ratio(
+        precision if row is None else precision[row], table_default("fp8_gemm_efficiency_ratio")
+    )
     return CardRates(
         peak_flops_s=peak,
         matmul_flops_s=peak * gemm * precision_share,
@@ -215,6 +223,10 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
     else:
         state = model_state_bytes_per_card(moe.replicated_params, tp, pp, dp * cp, zero)
         state += model_state_bytes_per_card(moe.routed_params, tp * ep, pp, dp * cp / ep, zero)
+    if workload.precision == "fp4":  # the quantised copies of the FP4 layers' weights
+        share = 1.0 - bf16_layer_share("fp4", workload.fp4_bf16_layer_share)
+        fmt = frame["fp4_format"].to_numpy(dtype=object)[row]
+        state = state + fp4_weight_copy_bytes(share * workload.params, tp, pp, fmt)
     activations = activation_bytes_per_card(
         workload.seq_len,
         mb,

@@ -29,11 +29,12 @@ from engine.moe_training import (
     dense_view,
 )
 from engine.parallelism import BatchRule, FixedParallelism
+from engine.training_precision import PRECISION_ERROR, TRAINING_PRECISIONS
 
 SECONDS_PER_DAY = 86_400.0
 DEFAULT_MAX_CARDS = 1_000_000
 FACTORS: tuple[str, ...] = ("energy", "mfu", "scaling", "effective_time", "utilization")
-Precision = Literal["bf16", "fp8"]
+Precision = Literal["bf16", "fp8", "fp4"]
 K_ERROR = "must be 6, or 8 with full activation recomputation"
 
 
@@ -78,6 +79,9 @@ class TrainingWorkload:
     moe_capacity_factor: float = DEFAULT_CAPACITY_FACTOR
     moe_a2a_overlap: float = DEFAULT_A2A_OVERLAP
     moe_mtp_depth: int = 0  # multi-token prediction modules (DeepSeek-V3: 1)
+    # fp4: share of the linear layers kept in bf16; None: the NVFP4 recipe's
+    # (engine.training_precision).
+    fp4_bf16_layer_share: float | None = None
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -91,8 +95,10 @@ class TrainingWorkload:
             errors["total_flops"] = "must be positive"
         if self.flops_per_param_token not in (6, 8):
             errors["flops_per_param_token"] = K_ERROR
-        if self.precision not in ("bf16", "fp8"):
-            errors["precision"] = "must be 'bf16' or 'fp8'"
+        if self.precision not in TRAINING_PRECISIONS:
+            errors["precision"] = PRECISION_ERROR
+        if self.fp4_bf16_layer_share is not None and not 0 <= self.fp4_bf16_layer_share <= 1:
+            errors["fp4_bf16_layer_share"] = "must be in [0, 1]"
         for name in ("seq_len", "global_batch_sequences", "micro_batch"):
             if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 errors[name] = "must be >= 1"
@@ -257,6 +263,7 @@ _SPEC_FIELDS: dict[str, tuple[str, Any]] = {
     "total_flops": ("total_flops", None),
     "flops_per_param_token": ("flops_per_param_token", int),
     "precision": ("precision", None),
+    "fp4_bf16_layer_share": ("fp4_bf16_layer_share", float),
     "seq_len": ("seq_len", int),
     "global_batch_sequences": ("global_batch_sequences", int),
     "global_batch_tokens": ("global_batch_tokens", None),

@@ -17,6 +17,7 @@ from engine.defaults import COOLING_TYPES, INTERVAL_RULES, SOFTWARE_STACKS
 from engine.limits import limit, range_error
 from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from engine.reliability import RELIABILITY_PRESETS
+from engine.training_precision import TRAINING_PRECISIONS
 from inventory.models import CoolingType
 from planner.api.shape_serializers import TrainingModelSerializer
 from planner.models import Plan
@@ -64,7 +65,14 @@ class WorkloadSerializer(TrainingModelSerializer):
     flops_per_param_token = serializers.ChoiceField(
         choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
     )
-    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
+    precision = serializers.ChoiceField(choices=list(TRAINING_PRECISIONS), default="bf16")
+    fp4_bf16_layer_share = bounded_float(
+        "share_or_zero",
+        required=False,
+        allow_null=True,
+        help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
+        "recipe's 0.16 (arXiv 2509.25149).",
+    )
     seq_len = bounded_int("seq_len", default=2048)
     global_batch_sequences = bounded_int("global_batch_sequences", default=1536)
     global_batch_tokens = bounded_float(

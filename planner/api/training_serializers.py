@@ -12,6 +12,7 @@ from core.bounds import bounded_float, bounded_int
 from engine.defaults import FABRICS, SOFTWARE_STACKS
 from engine.limits import range_error
 from engine.reliability import SITE_KINDS
+from engine.training_precision import FP4_PEAK_COLUMN, TRAINING_PRECISIONS, missing_fp4_message
 from inventory.api.serializers import AcceleratorField
 from inventory.models import AcceleratorModel, CoolingType
 from planner.api.plan_serializers import (
@@ -57,7 +58,19 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
     flops_per_param_token = serializers.ChoiceField(
         choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
     )
-    precision = serializers.ChoiceField(choices=["bf16", "fp8"], default="bf16")
+    precision = serializers.ChoiceField(
+        choices=list(TRAINING_PRECISIONS),
+        default="bf16",
+        help_text="fp4: NVFP4 (NVIDIA Blackwell) or MXFP4 GEMMs at the card's dense FP4 peak, "
+        "with the NVFP4 recipe's bf16 layers and quantisation (docs/capacity-planning.md).",
+    )
+    fp4_bf16_layer_share = bounded_float(
+        "share_or_zero",
+        required=False,
+        allow_null=True,
+        help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
+        "recipe's 0.16 (arXiv 2509.25149).",
+    )
     accelerator = AcceleratorField(
         queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
     )
@@ -145,11 +158,7 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
         either_or(attrs, "mfu", "achieved_tflops_per_card")
         either_or(attrs, "price_per_card_hour", "capital_cost_per_card")
         either_or(attrs, "global_batch_tokens", "global_batch_sequences")
-        accelerator = attrs.get("accelerator")
-        if attrs.get("precision") == "fp8" and getattr(accelerator, "dense_fp8_tflops", 0) is None:
-            raise serializers.ValidationError(
-                {"precision": f"fp8 requested but {accelerator} has no dense FP8 peak."}
-            )
+        check_precision_peak(attrs)
         if attrs.get("capital_cost_per_card") is not None and not attrs.get("amortization_years"):
             raise serializers.ValidationError(
                 {"amortization_years": "Required with capital_cost_per_card."}
@@ -164,6 +173,22 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
             )
         self.check_model(attrs)
         return attrs
+
+
+def check_precision_peak(attrs) -> None:
+    """A precision the card has no dense peak for is a 400; fp4's names the catalog cards
+    that have one."""
+    accelerator, precision = attrs.get("accelerator"), attrs.get("precision")
+    if precision == "fp8" and getattr(accelerator, "dense_fp8_tflops", 0) is None:
+        raise serializers.ValidationError(
+            {"precision": f"fp8 requested but {accelerator} has no dense FP8 peak."}
+        )
+    if precision == "fp4" and getattr(accelerator, FP4_PEAK_COLUMN, 0) is None:
+        with_fp4 = AcceleratorModel.objects.filter(dense_fp4_tflops__isnull=False)
+        names = with_fp4.values_list("name", flat=True)
+        raise serializers.ValidationError(
+            {"precision": missing_fp4_message(str(accelerator), names)}
+        )
 
 
 class ParallelismOutputSerializer(serializers.Serializer):

@@ -227,6 +227,7 @@ def estimate_training_for(data: Mapping[str, Any]) -> dict[str, Any]:
         "name": accelerator.name,
         "dense_bf16_tflops": accelerator.dense_bf16_tflops,
         "dense_fp8_tflops": accelerator.dense_fp8_tflops,
+        "dense_fp4_tflops": accelerator.dense_fp4_tflops,
         "memory_gb": accelerator.memory_gb,
         "memory_bandwidth_tbs": accelerator.memory_bandwidth_tbs,
         "tdp_w": accelerator.tdp_w,

@@ -45,6 +45,7 @@ _CATALOG_FIELDS = (
     "vendor",
     "dense_bf16_tflops",
     "dense_fp8_tflops",
+    "dense_fp4_tflops",
     "memory_gb",
     "memory_bandwidth_tbs",
     "tdp_w",
@@ -77,6 +78,7 @@ def _catalog_columns(row: Mapping[str, Any]) -> dict[str, Any]:
         "vendor": row["vendor"],
         "dense_bf16_tflops": row["dense_bf16_tflops"],
         "dense_fp8_tflops": row["dense_fp8_tflops"],
+        "dense_fp4_tflops": row["dense_fp4_tflops"],  # fp4 training (NVFP4 or MXFP4)
         "memory_gb": row["memory_gb"],
         "memory_bandwidth_tbs": row["memory_bandwidth_tbs"],  # the per-card model's HBM
         "tdp_w": row["tdp_w"],

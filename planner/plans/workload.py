@@ -222,10 +222,13 @@ def model_spec_errors(spec: Mapping[str, Any]) -> dict[str, str]:
 
 
 def workload_errors(spec: Mapping[str, Any], **overrides: Any) -> dict[str, str]:
-    """model_spec_errors, then what the engine refuses (fixed degrees the model or the batch
-    cannot take, ...), keyed by the API's field names."""
+    """model_spec_errors, a bf16-layer share without fp4, then what the engine refuses (fixed
+    degrees the model or the batch cannot take, an unknown precision, ...), keyed by the API's
+    field names."""
     if errors := model_spec_errors(spec):
         return errors
+    if spec.get("fp4_bf16_layer_share") is not None and spec.get("precision") != "fp4":
+        return {"fp4_bf16_layer_share": "Only with precision fp4."}
     try:
         workload_from_spec(spec, **overrides)
     except PlannerInputError as exc:
