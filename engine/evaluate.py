@@ -46,6 +46,8 @@ NODE_GROUP_COLUMNS: Mapping[str, str] = {
     "cards_per_node": "required; cards in each node",
     "nvlink_bidir_gbs": "optional; intra-node card-to-card bandwidth, GB/s in both directions "
     "as vendors print it (NaN → intra_node_bidir_gbs default)",
+    "nvlink_domain_cards": "optional; cards of one NVLink domain, what tensor parallelism may "
+    "span on NVLink (NaN → the node)",
     "default_mfu": "optional; catalog default per-card MFU of this model (NaN → vendor default)",
     "mfu": "optional; MFU measured or entered for this card model in this pool (wins over pool)",
     "mfu_from_jobs": "optional; 1 when mfu was filled from this period's job records (measured)",
@@ -68,9 +70,14 @@ POOL_COLUMNS: Mapping[str, str] = {
     "job_tokens_per_s": "measured tokens/s of the representative job (needs model_params)",
     "job_cards": "cards of the representative job (NaN → all the pool's cards)",
     "model_params": "parameters N of the representative job (NaN → reference workload)",
+    "model_active_params": "parameters one token multiplies through, a mixture of experts' "
+    "active ones: MFU's and the compute's N (NaN → model_params, a dense model)",
+    "model_replicated_params": "weights replicated over data parallelism, whose gradients the "
+    "all-reduce carries: an MoE's total less its routed experts (NaN → model_params)",
     "global_batch_tokens": "tokens per optimizer step (NaN → microbatches_per_replica)",
     "model_hidden_size": "hidden size of the model (NaN → estimated from model_params)",
-    "tensor_parallel, pipeline_parallel": "job shape t, p (NaN → defaults; t capped at the node)",
+    "tensor_parallel, pipeline_parallel": "job shape t, p (NaN → defaults; t capped at the "
+    "NVLink domain, else the node)",
     "checkpoint_interval_h": "entered checkpoint interval τ, h (NaN → checkpoint_interval_rule)",
     "failure_count, failure_exposure_card_hours": "failures over card-hours (measured MTBF)",
     "mtbf_card_hours": "entered per-card MTBF, h, used as given (NaN → default ÷ cooling factor)",
@@ -272,6 +279,7 @@ class NodeGroup:
     nvlink_bidir_gbs: float | None = None
     default_mfu: float | None = None
     mfu: float | None = None
+    nvlink_domain_cards: float | None = None
 
 
 @dataclass(frozen=True)
@@ -334,7 +342,8 @@ def evaluate_pool(
     if not node_groups:
         raise ValueError("a pool needs at least one node group")
     groups = pd.DataFrame([{"pool_id": 0, **asdict(group)} for group in node_groups])
-    groups = groups.astype(dict.fromkeys(("nvlink_bidir_gbs", "default_mfu", "mfu"), float))
+    floats = ("nvlink_bidir_gbs", "default_mfu", "mfu", "nvlink_domain_cards")
+    groups = groups.astype(dict.fromkeys(floats, float))
     pool = pd.DataFrame([{"pool_id": 0, **pool_inputs}])
     table = (
         pd.DataFrame(

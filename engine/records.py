@@ -29,6 +29,7 @@ class NodeGroupRow(TypedDict):
     nodes: float
     cards_per_node: float
     nvlink_bidir_gbs: NotRequired[float]
+    nvlink_domain_cards: NotRequired[float]
     default_mfu: NotRequired[float]
     mfu: NotRequired[float]
     mfu_from_jobs: NotRequired[float]
@@ -56,6 +57,8 @@ class PoolRow(TypedDict, total=False):
     job_tokens_per_s: float
     job_cards: float
     model_params: float
+    model_active_params: float
+    model_replicated_params: float
     global_batch_tokens: float
     model_hidden_size: float
     tensor_parallel: float
@@ -89,8 +92,10 @@ PoolMeasure = Literal[
     "meters_outside_period",
     "mfu",
     "mfu_telemetry",
+    "model_active_params",
     "model_hidden_size",
     "model_params",
+    "model_replicated_params",
     "mtbf_card_hours",
     "productive_h",
     "pue",

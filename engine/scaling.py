@@ -9,14 +9,17 @@ Modeled mode, for a job of ``n`` cards with tensor parallel ``t``, pipeline para
 and data parallel ``d = n / (t·p)`` (kept real-valued so the model is smooth in ``n``),
 ``m`` micro-batches per replica and step::
 
-    compute   = k · N · tokens_per_step / (n · per_card_flops)
+    compute   = k · N · tokens_per_step / (n · per_card_flops)  # N: active params (MoE)
     bubble    = compute · (p − 1) / m                 # 1F1B: bubble share (p−1)/(m+p−1)
     tp_comm   = n_ar · (t−1)/t · tokens_per_step · N / (3 · hidden · d · p) / tp_bandwidth
-    dp_comm   = 2 (d−1)/d · (N · gradient_bytes / (t·p)) / dp_bandwidth   # ring all-reduce
+    dp_comm   = 2 (d−1)/d · (N_rep · gradient_bytes / (t·p)) / dp_bandwidth   # ring all-reduce
     scaling   = compute / (compute + tp_comm + (1 − overlap) · dp_comm + bubble)
 
 ``n_ar`` is the number of tensor-parallel all-reduces per layer (4 without activation
-recomputation, 6 with it, i.e. k = 8); the layer count is ``N / (12 · hidden²)``.
+recomputation, 6 with it, i.e. k = 8); the layer count is ``N / (12 · hidden²)``. N is the
+parameter count of a dense model; of a mixture of experts the active parameters (what a
+token multiplies through), and ``N_rep`` the weights replicated over data parallelism (the
+total less the routed experts, which expert parallelism shards; engine/moe_training.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,15 @@ def _param(value: ArrayLike | None, key: str) -> np.ndarray:
         return np.asarray(default)
     array = np.asarray(value, dtype=float)
     return np.where(np.isnan(array), default, array)
+
+
+def _or(value: ArrayLike | None, fallback: np.ndarray) -> np.ndarray:
+    """Array of ``value`` with None/NaN replaced by ``fallback`` (broadcast)."""
+    if value is None:
+        return fallback
+    array = np.asarray(value, dtype=float)
+    filled: np.ndarray = np.where(np.isnan(array), fallback, array)
+    return filled
 
 
 def estimate_hidden_size(model_params: ArrayLike) -> np.ndarray:
@@ -107,7 +119,7 @@ class ScalingArrays:
     pipeline_parallel: np.ndarray
     data_parallel: np.ndarray
     microbatches_per_replica: np.ndarray
-    tp_crosses_nodes: np.ndarray  # bool: t > cards_per_node, TP traffic on the fabric
+    tp_crosses_nodes: np.ndarray  # bool: t > the NVLink domain (else node), TP on the fabric
 
 
 def modeled_scaling_arrays(
@@ -128,6 +140,9 @@ def modeled_scaling_arrays(
     flops_per_param_token: ArrayLike | None = None,
     gradient_bytes_per_param: ArrayLike | None = None,
     dp_overlap_share: ArrayLike | None = None,
+    model_active_params: ArrayLike | None = None,
+    model_replicated_params: ArrayLike | None = None,
+    scale_up_cards: ArrayLike | None = None,
 ) -> ScalingArrays:
     """Modeled scaling factor of training jobs (all arguments broadcast; None/NaN → default).
 
@@ -136,18 +151,25 @@ def modeled_scaling_arrays(
     of it is used per direction); ``inter_node_gbit_s_per_card`` the card's NIC rate in
     Gbit/s, multiplied by ``fabric_efficiency`` (default: the RoCE entry).
 
-    A defaulted ``tensor_parallel`` is capped at the node size; any ``t`` is capped at
-    ``cards`` and ``p`` so that ``t·p ≤ cards``. ``global_batch_tokens`` (when given)
-    sets the micro-batches per replica, else ``microbatches_per_replica`` is used.
+    A defaulted ``tensor_parallel`` is capped at ``scale_up_cards`` (the cards of one NVLink
+    domain; NaN or None → the node size), and a ``t`` beyond it sends its traffic over the
+    fabric; any ``t`` is capped at ``cards`` and ``p`` so that ``t·p ≤ cards``.
+    ``global_batch_tokens`` (when given) sets the micro-batches per replica, else
+    ``microbatches_per_replica`` is used. A mixture of experts gives ``model_active_params``
+    (compute and tensor-parallel traffic: what a token multiplies through) and
+    ``model_replicated_params`` (the gradient all-reduce: the weights not sharded by expert
+    parallelism); NaN or None → ``model_params``, a dense model.
     """
     n = np.asarray(cards, dtype=float)
     per_card_flops = np.asarray(per_card_tflops, dtype=float) * 1e12
     node = np.asarray(cards_per_node, dtype=float)
-    params = _param(model_params, "model_params")
+    reach = _or(scale_up_cards, node)
+    total = _param(model_params, "model_params")
+    params = _or(model_active_params, total)
     k = _param(flops_per_param_token, "flops_per_param_token")
 
     t_in = np.asarray(np.nan if tensor_parallel is None else tensor_parallel, dtype=float)
-    t = np.where(np.isnan(t_in), np.minimum(float(DEFAULTS["tensor_parallel"].value), node), t_in)
+    t = np.where(np.isnan(t_in), np.minimum(float(DEFAULTS["tensor_parallel"].value), reach), t_in)
     t = np.maximum(1.0, np.minimum(t, n))
     p = np.maximum(1.0, np.minimum(_param(pipeline_parallel, "pipeline_parallel"), np.floor(n / t)))
     d = n / (t * p)
@@ -178,13 +200,16 @@ def modeled_scaling_arrays(
         _param(inter_node_gbit_s_per_card, "inter_node_gbit_s_per_card") * 1e9 / 8.0 * efficiency
     )
 
-    tp_crosses_nodes = t > node
+    tp_crosses_nodes = t > reach
     tp_bytes = (
         allreduces_per_layer * (t - 1.0) / t * tokens_per_step * params / (3.0 * hidden * d * p)
     )
     tp_comm = tp_bytes / np.where(tp_crosses_nodes, fabric_bytes_s, nvlink_bytes_s)
 
-    gradient_bytes = params * _param(gradient_bytes_per_param, "gradient_bytes_per_param") / (t * p)
+    replicated = _or(model_replicated_params, total)
+    gradient_bytes = (
+        replicated * _param(gradient_bytes_per_param, "gradient_bytes_per_param") / (t * p)
+    )
     dp_bandwidth = np.where(n <= node, nvlink_bytes_s, fabric_bytes_s)
     dp_comm = ring_allreduce_s(gradient_bytes, d, dp_bandwidth)
     dp_exposed = (1.0 - _param(dp_overlap_share, "dp_overlap_share")) * dp_comm
@@ -244,6 +269,9 @@ def modeled_scaling(
     flops_per_param_token: float | None = None,
     gradient_bytes_per_param: float | None = None,
     dp_overlap_share: float | None = None,
+    model_active_params: float | None = None,
+    model_replicated_params: float | None = None,
+    scale_up_cards: float | None = None,
 ) -> ScalingResult:
     """Modeled scaling of one homogeneous job; ``None`` arguments take the documented defaults."""
     if cards <= 0 or peak_tflops <= 0 or not 0 < mfu <= 1:
@@ -265,6 +293,9 @@ def modeled_scaling(
         flops_per_param_token=flops_per_param_token,
         gradient_bytes_per_param=gradient_bytes_per_param,
         dp_overlap_share=dp_overlap_share,
+        model_active_params=model_active_params,
+        model_replicated_params=model_replicated_params,
+        scale_up_cards=scale_up_cards,
     )
     values = {name: getattr(arrays, name) for name in ScalingArrays.__dataclass_fields__}
     return ScalingResult(

@@ -23,6 +23,7 @@ FIELD_LABELS = {
     "capital_cost_per_card": "Capital cost per card",
     "rental_price_per_card_hour": "Rental price per card-hour",
     "planned_utilization": "Planned utilization (0 to 1)",
+    "model_name": "Model (catalog name)",
     "memory_gb": "Memory (GB)",
     "memory_bandwidth_tbs": "Memory bandwidth (TB/s)",
     "dense_int8_tops": "Dense INT8 (TOPS)",
@@ -201,7 +202,15 @@ class ClusterForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
 class PoolForm(SafeNamesFormMixin, AssumptionsFormMixin, forms.ModelForm):
     class Meta:
         model = Pool
-        fields = ["cluster", "name", "purpose", "planned_utilization", "assumptions", "notes"]
+        fields = [
+            "cluster",
+            "name",
+            "purpose",
+            "planned_utilization",
+            "model_name",
+            "assumptions",
+            "notes",
+        ]
         labels = FIELD_LABELS
         field_classes = JSON_BOXES
         widgets = {"assumptions": short_textarea(), "notes": short_textarea()}

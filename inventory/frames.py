@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 from django.db.models import F, Sum
 
 from engine.cost import energy_and_cost
 from engine.defaults import layer_overrides
 from inventory.models import NodeGroup, Pool
+from inventory.pool_models import model_counts
 
 # Pool purpose → the engine's workload class (a mixed pool is sized for its training jobs).
 WORKLOAD_CLASS = {"training": "pretraining", "inference": "inference", "mixed": "pretraining"}
@@ -41,6 +43,7 @@ def node_group_frame(pool_ids: list[int]) -> pd.DataFrame:
         "accelerator__vendor",
         "accelerator__dense_bf16_tflops",
         "accelerator__intra_node_interconnect_gbs",
+        "accelerator__nvlink_domain_cards",
         "accelerator__default_training_mfu",
         "accelerator__tdp_w",
     )
@@ -54,11 +57,13 @@ def node_group_frame(pool_ids: list[int]) -> pd.DataFrame:
             "accelerator__vendor": "vendor",
             "accelerator__dense_bf16_tflops": "peak_tflops",
             "accelerator__intra_node_interconnect_gbs": "nvlink_bidir_gbs",
+            "accelerator__nvlink_domain_cards": "nvlink_domain_cards",
             "accelerator__default_training_mfu": "default_mfu",
             "accelerator__tdp_w": "tdp_w",
         }
     )
     frame["mfu"] = frame["mfu"].astype(float)
+    frame["nvlink_domain_cards"] = frame["nvlink_domain_cards"].astype(float)  # None → NaN
     return frame[frame["nodes"] * frame["cards_per_node"] > 0].reset_index(drop=True)
 
 
@@ -85,6 +90,7 @@ def pool_frame(
             "name",
             "purpose",
             "planned_utilization",
+            "model_name",
             "assumptions",
             "cluster_id",
             "cluster__name",
@@ -161,7 +167,27 @@ def pool_frame(
     cluster_overrides = _overrides_frame(
         [{"id": r["cluster_id"], "assumptions": r["cluster__assumptions"]} for r in records], "id"
     )
-    return layer_overrides(frame, site_overrides, cluster_overrides)
+    layered = layer_overrides(frame, site_overrides, cluster_overrides)
+    return with_model_counts(layered, [r["model_name"] for r in records])
+
+
+def with_model_counts(frame: pd.DataFrame, model_names: Sequence[str]) -> pd.DataFrame:
+    """Pools that name a catalog model take its counts: ``model_params`` (the total, over any
+    site, cluster or pool override), ``model_active_params`` (MFU's N) and
+    ``model_replicated_params`` (the gradient all-reduce's). Unchanged when none names one."""
+    counts = [model_counts(name) for name in model_names]
+    if not any(counts):  # the frame stays as it was before pools named models
+        return frame
+    named = pd.Series([c is not None for c in counts], index=frame.index)
+    frame = frame.assign(
+        model_name=[c.name if c else None for c in counts],
+        model_active_params=[c.active if c else np.nan for c in counts],
+        model_replicated_params=[c.replicated if c else np.nan for c in counts],
+    )
+    totals = pd.Series([c.total if c else np.nan for c in counts], index=frame.index)
+    given = frame.get("model_params", np.nan)
+    frame["model_params"] = totals.where(named, given).astype(float)
+    return frame
 
 
 def cluster_cards(cluster_ids: Sequence[int]) -> pd.Series:

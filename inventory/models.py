@@ -13,6 +13,7 @@ from simple_history.models import HistoricalRecords
 
 from core.jobs.models import DurableJob
 from inventory.currency import ExchangeRate, validate_currency  # noqa: F401 (a model)
+from inventory.pool_models import pool_model_errors
 from inventory.ranges import range_errors
 
 # PUE at or above this is so unusual that the user must confirm it.
@@ -436,6 +437,13 @@ class Cluster(SoftDeletable, AssumptionsMixin, VersionedModel):
             raise ValidationError(errors)
 
 
+POOL_MODEL_HELP = (
+    "Optional: the model the pool trains or serves, by its name in the model catalog (e.g. "
+    "DeepSeek-V3). Fills model_params; for a mixture of experts analyses score MFU on its "
+    "active parameters and gradient traffic on the weights replicated over data parallelism."
+)
+
+
 class Pool(SoftDeletable, AssumptionsMixin, VersionedModel):
     assumptions_scope = "pool"
     name_parent = "cluster"
@@ -451,6 +459,12 @@ class Pool(SoftDeletable, AssumptionsMixin, VersionedModel):
         blank=True,
         validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
         help_text="Planning assumption for allocated ÷ available card-hours, in (0, 1].",
+    )
+    model_name = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text=POOL_MODEL_HELP,
     )
     notes = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
@@ -475,7 +489,10 @@ class Pool(SoftDeletable, AssumptionsMixin, VersionedModel):
         return self.name
 
     def clean(self) -> None:
-        if errors := {**range_errors(self), **self.name_clash(), **self.clean_assumptions()}:
+        errors = {**range_errors(self), **self.name_clash(), **self.clean_assumptions()}
+        # A malformed assumption's own message wins over the named model's disagreement.
+        errors = {**pool_model_errors(self), **errors}
+        if errors:
             raise ValidationError(errors)
 
 

@@ -20,6 +20,7 @@ from engine.evaluate import evaluate_pools
 from engine.factors import FACTOR_NAMES
 from inventory.frames import node_group_frame, pool_frame, price_pools, unpriced_reason
 from inventory.validity import invalid_clusters
+from planner.analysis_rows import with_training_params
 from planner.measured_sources import TELEMETRY_COLUMNS, apply_telemetry
 from planner.meters import flag_meters_outside_period
 from planner.models import Analysis
@@ -98,6 +99,7 @@ def evaluate_frames(pools: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     result["factor_note"] = np.where(result["purpose"] == "inference", SERVING_NOTE, "")
     if "serving_tokens_per_s" in result:
         result = with_serving_cost(result, pools.set_index("pool_id")["duration_h"])
+    result = with_training_params(result, pools)  # which counts a named model used
     result["card_mix"] = [
         {name: int(count) for name, count in mix.loc[pool_id].items()} for pool_id in result.index
     ]

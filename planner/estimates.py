@@ -133,6 +133,8 @@ def _modeled_pool(data: dict[str, Any]):
         cards_per_node=cards_per_node,
         nvlink_bidir_gbs=accelerator.intra_node_interconnect_gbs,
         default_mfu=accelerator.default_training_mfu,
+        # Tensor parallelism may span the card's NVLink domain (None: the 8-card node).
+        nvlink_domain_cards=accelerator.nvlink_domain_cards,
     )
     return evaluate_pool([group], cooling=data.get("cooling") or DEFAULTS["cooling"].value)
 

@@ -35,6 +35,7 @@ class CardModels:
     cards_per_node: np.ndarray
     nvlink: np.ndarray
     vendor: np.ndarray
+    scale_up: np.ndarray  # cards of the smallest NVLink domain (else node) of the model
 
 
 @dataclass
@@ -66,6 +67,7 @@ def card_models(ctx: PoolContext, speed: CardSpeed) -> CardModels:
         cards_per_node=segments.min(ctx.cards_per_node),
         nvlink=segments.min(ctx.nvlink),
         vendor=segments.min(ctx.vendor),
+        scale_up=segments.min(ctx.scale_up),
     )
 
 
@@ -146,6 +148,7 @@ def _split_jobs(
         models.speed,
         models.cards_per_node,
         nvlink_bidir_gbs=models.nvlink,
+        scale_up_cards=models.scale_up,
         **{name: value[models.pool] for name, value in shape.items()},
     )
     time = failures.for_jobs(job_cards, models.pool).effective_time

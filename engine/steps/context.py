@@ -15,6 +15,7 @@ from engine.defaults import (
     validate_override_frame,
 )
 from engine.factors import require, vendor_codes
+from engine.parallelism import scale_up_cards
 from engine.records import NODE_GROUP_REQUIRED_COLUMNS, PoolMeasure
 from engine.segments import Segments
 
@@ -112,6 +113,9 @@ class PoolContext:
             self.setting("intra_node_bidir_gbs")[self.group_pool],
             self.nvlink_given,
         )
+        # Cards a tensor-parallel group may span on NVLink: the card's domain, else the node.
+        domain = optional(node_groups, "nvlink_domain_cards")
+        self.scale_up = scale_up_cards(self.cards_per_node, domain).astype(float)
         self.card_default_mfu = optional(node_groups, "default_mfu")
         self.group_mfu_entered = optional(node_groups, "mfu")
         self.mfu_from_jobs = np.nan_to_num(optional(node_groups, "mfu_from_jobs")) > 0

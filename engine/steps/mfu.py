@@ -7,6 +7,8 @@ A group MFU filled from this period's job records is measured, not entered. The 
 telemetry MFU proxy (``mfu_telemetry``, DCGM tensor activity over the allocated time) is
 measured too: it replaces an MFU entered for the whole pool and the default, never a
 card-model MFU (entered or from job records) nor one derived from job throughput.
+The throughput MFU counts a mixture of experts' active parameters (``model_active_params``,
+from the catalog model a pool names): a token multiplies through those alone.
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ def mfu_step(ctx: PoolContext) -> tuple[FactorStep, CardSpeed]:
         "job_tokens_per_s needs model_params to derive MFU",
     )
     derived = mfu_from_throughput(
-        params, tokens_per_s, ctx.job_cards, ctx.pool_peak_tflops / ctx.pool_cards, k
+        active_params(ctx, params),
+        tokens_per_s,
+        ctx.job_cards,
+        ctx.pool_peak_tflops / ctx.pool_cards,
+        k,
     )
     cooling_performance = choice_lookup(
         ctx.cooling, [ctx.setting(f"cooling_performance_{c}") for c in COOLING_TYPES]
@@ -97,6 +103,12 @@ def mfu_step(ctx: PoolContext) -> tuple[FactorStep, CardSpeed]:
         extra={"cooling_performance": cooling_performance},
     )
     return step, CardSpeed(group_speed, pool_speed)
+
+
+def active_params(ctx: PoolContext, params: np.ndarray) -> np.ndarray:
+    """N of k·N·tokens/s: a mixture of experts' active parameters, else ``params`` (dense)."""
+    active = ctx.column("model_active_params")
+    return np.where(np.isnan(active), params, active)
 
 
 def _with_telemetry(

@@ -48,6 +48,8 @@ def joint_job(ctx: PoolContext, speed: CardSpeed) -> tuple[dict[str, np.ndarray]
             ctx.fabric, [ctx.setting(f"fabric_efficiency_{f}") for f in FABRICS]
         ),
         "model_params": ctx.setting("model_params"),
+        "model_active_params": ctx.column("model_active_params"),
+        "model_replicated_params": ctx.column("model_replicated_params"),
         "tensor_parallel": ctx.column("tensor_parallel"),
         "pipeline_parallel": ctx.setting("pipeline_parallel"),
         "microbatches_per_replica": ctx.setting("microbatches_per_replica"),
@@ -63,6 +65,7 @@ def joint_job(ctx: PoolContext, speed: CardSpeed) -> tuple[dict[str, np.ndarray]
         speed.pool_speed / ctx.pool_cards,
         ctx.segments.min(ctx.cards_per_node),
         nvlink_bidir_gbs=ctx.segments.min(ctx.nvlink),
+        scale_up_cards=ctx.segments.min(ctx.scale_up),
         **shape,
     )
     return shape, joint

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from core.text import SafeNamesSerializerMixin
 from inventory.models import AcceleratorModel, Cluster, NodeGroup, Pool, Site
+from inventory.pool_models import catalog_model
 from inventory.selectors import pool_totals
 
 
@@ -166,6 +167,7 @@ class PoolSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "name",
             "purpose",
             "planned_utilization",
+            "model_name",
             "assumptions",
             "notes",
             "cards",
@@ -177,6 +179,12 @@ class PoolSerializer(ModelCleanMixin, serializers.ModelSerializer):
             "created",
             "updated",
         ]
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)  # the model's clean(): an unknown model name is a 400
+        if attrs.get("model_name"):  # stored as the catalog spells it, as clean() does
+            attrs["model_name"] = catalog_model(attrs["model_name"].strip()).name
+        return attrs
 
     def _totals(self, pool: Pool):
         # One computation per pool per response, from the prefetched node groups.

@@ -122,8 +122,8 @@ KINDS: dict[str, ImportKind] = {
             label="Pools",
             model=Pool,
             parent_columns=("site", "cluster"),
-            columns=("site", "cluster", "name", "purpose", "planned_utilization", "assumptions")
-            + ("notes",),
+            columns=("site", "cluster", "name", "purpose", "planned_utilization", "model_name")
+            + ("assumptions", "notes"),
             example={
                 "site": "Oslo DC3",
                 "cluster": "train-1",
