@@ -5,10 +5,12 @@ BIN := $(VENV)/bin
 
 .PHONY: install run test test-fast lint typecheck format migrate
 
+# uv installs the same pinned set as pip (checked: identical `pip freeze`) in a quarter of the
+# time, downloading in parallel; CI builds the virtualenv afresh on every run.
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet uv==0.13.9
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -e ".[dev]"
 	touch $@
 
 install: $(BIN)/.installed

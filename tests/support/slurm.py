@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "platform" / "slurm" / "test-cluster"
@@ -124,6 +123,8 @@ def absent_reason() -> str | None:
 
 def require_cluster() -> None:
     """Start the test cluster (idempotent); skip where Slurm is absent, but never in CI."""
+    import pytest  # here: CI runs this module's workload before the virtualenv exists
+
     reason = absent_reason()
     if reason is not None:
         if os.environ.get("CI") or os.environ.get("FLEETWISE_REQUIRE_SLURM"):
