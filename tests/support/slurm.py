@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "platform" / "slurm" / "test-cluster"
 SLURM_DIR = Path(os.environ.get("FLEETWISE_SLURM_DIR", REPO / "var" / "slurm"))
