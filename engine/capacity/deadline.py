@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from engine.capacity.split_bound import ShapeTerms, reaches, shape_terms
 from engine.capacity.splits import (
     best_split_per_option,
     card_rates,
@@ -35,6 +36,12 @@ def _granularity(frame: pd.DataFrame, workload: TrainingWorkload) -> NDArray[np.
 # when that range is at most this many steps, in windows of DEADLINE_SCAN_WINDOW counts.
 DEADLINE_EXACT_SCAN_LIMIT = 32_768
 DEADLINE_SCAN_WINDOW = 2_048
+# Fewer counts than this go straight to the split search: the split bound's fixed cost
+# (one join per tp·pp·cp product) is more than a few counts' search.
+SPLIT_BOUND_MIN_COUNTS = 8
+# The scan searches the counts the cheap tests let through in rounds per option, this many
+# first, four times more each next round: the split test's survivors are mostly feasible.
+SCAN_FIRST_ROUND = 2
 
 
 def _throughput_ceiling(
@@ -53,6 +60,25 @@ def _throughput_ceiling(
     return ceiling
 
 
+def _best_days(
+    workload: TrainingWorkload,
+    part: pd.DataFrame,
+    cards: NDArray[np.float64],
+    efficiency: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Days at `efficiency` (MFU × scaling) and the exact effective time of `cards` cards."""
+    rate = (
+        cards
+        * part["peak_tflops"].to_numpy(np.float64)
+        * 1e12
+        * part["utilization"].to_numpy(np.float64)
+        * efficiency
+        * effective_time_at_cards(part, cards)
+    )
+    days: NDArray[np.float64] = workload.flops / rate / SECONDS_PER_DAY
+    return days
+
+
 def _may_meet(
     workload: TrainingWorkload,
     frame: pd.DataFrame,
@@ -63,18 +89,62 @@ def _may_meet(
     effective time of that many cards; counts failing it need no split search."""
     part = frame.iloc[idx]
     cards = np.asarray(cards, dtype=np.float64)
-    rate = (
-        cards
-        * part["peak_tflops"].to_numpy(np.float64)
-        * 1e12
-        * part["utilization"].to_numpy(np.float64)
-        * _throughput_ceiling(workload, part, cards)
-        * effective_time_at_cards(part, cards)
-    )
-    best_days = workload.flops / rate / SECONDS_PER_DAY
+    best_days = _best_days(workload, part, cards, _throughput_ceiling(workload, part, cards))
     deadline_days = part["deadline_days"].to_numpy(np.float64) * (1 + 1e-9)
     may_meet: NDArray[np.bool_] = best_days <= deadline_days
     return may_meet
+
+
+def _may_meet_splits(
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    terms: ShapeTerms,
+    idx: NDArray[np.int64],
+    cards: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """Tighter necessary condition: some fitting split's bound (engine.capacity.split_bound)
+    reaches the MFU × scaling the deadline needs, where the option's scaling is modeled; an
+    entered scaling, and counts below 2 cards (a card alone runs faster), are not bounded."""
+    part = frame.iloc[idx]
+    cards = np.asarray(cards, dtype=np.float64)
+    may: NDArray[np.bool_] = np.ones(idx.size, dtype=bool)
+    rows = np.flatnonzero(part["scaling"].isna().to_numpy() & (cards >= 2))
+    if rows.size:
+        days_at_one = _best_days(workload, part.iloc[rows], cards[rows], np.ones(rows.size))
+        deadline_days = part["deadline_days"].to_numpy(np.float64)[rows] * (1 + 1e-9)
+        needed = days_at_one / deadline_days
+        may[rows] = reaches(workload, frame, terms, idx[rows], cards[rows].astype(np.int64), needed)
+    return may
+
+
+def _may_feasible(
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    idx: NDArray[np.int64],
+    cards: NDArray[np.float64],
+    terms: ShapeTerms | None,
+) -> NDArray[np.bool_]:
+    """The cheap necessary conditions: the ceiling, then (given `terms`, for enough counts
+    to pay for it) the split bound. False proves the count misses the deadline."""
+    ok = _may_meet(workload, frame, idx, cards)
+    if terms is not None and ok.sum() >= SPLIT_BOUND_MIN_COUNTS:
+        search = np.flatnonzero(ok)
+        ok[search] = _may_meet_splits(
+            workload, frame, terms, idx[search], np.asarray(cards, dtype=np.float64)[search]
+        )
+    return ok
+
+
+def _searched(
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    idx: NDArray[np.int64],
+    cards: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """Whether each (option idx, count) meets the deadline with its best split (full search)."""
+    best = best_split_per_option(workload, frame.iloc[idx], np.asarray(cards).astype(np.int64))
+    feasible: NDArray[np.bool_] = _feasible(best, frame["deadline_days"].to_numpy(np.float64)[idx])
+    return feasible
 
 
 def _feasible_at(
@@ -82,14 +152,14 @@ def _feasible_at(
     frame: pd.DataFrame,
     idx: NDArray[np.int64],
     cards: NDArray[np.float64],
+    terms: ShapeTerms | None = None,
 ) -> NDArray[np.bool_]:
-    ok = _may_meet(workload, frame, idx, cards)
+    """Whether each (option idx, count) meets the deadline: the cheap tests, then the full
+    split search for the counts they let through."""
+    ok = _may_feasible(workload, frame, idx, cards, terms)
     if ok.any():
         search = np.flatnonzero(ok)
-        best = best_split_per_option(
-            workload, frame.iloc[idx[search]], np.asarray(cards)[search].astype(np.int64)
-        )
-        ok[search] = _feasible(best, frame["deadline_days"].to_numpy(np.float64)[idx[search]])
+        ok[search] = _searched(workload, frame, idx[search], np.asarray(cards)[search])
     return ok
 
 
@@ -110,7 +180,11 @@ def _ideal_cards(
 
 
 def cards_for_deadline(
-    workload: TrainingWorkload, frame: pd.DataFrame, *, max_cards: int = DEFAULT_MAX_CARDS
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    *,
+    max_cards: int = DEFAULT_MAX_CARDS,
+    exhaustive: bool = False,
 ) -> NDArray[np.float64]:
     """Smallest card count (in steps of the granularity g) meeting each option's deadline.
 
@@ -123,8 +197,12 @@ def cards_for_deadline(
        steps below hi) and keeps the first feasible one: the true smallest count.
     So days(n) <= deadline and n - g misses the deadline (or does not fit), always; n is the
     smallest such count unless the exact scan was skipped for a very wide range.
+    Counts that cannot meet the deadline even at their split bound
+    (engine.capacity.split_bound) skip the split search; `exhaustive` searches every count
+    the ceiling lets through instead (the same answers, slower: for tests).
     Returns NaN where no count <= max_cards meets the deadline.
     """
+    terms = None if exhaustive else shape_terms(workload, frame)
     g = _granularity(frame, workload)
     # In units of g; infeasible by the bound above (the margin absorbs float rounding). A card
     # alone runs faster than one of many (multi_card_compute_share): one card may still do.
@@ -140,7 +218,7 @@ def cards_for_deadline(
     active = np.isfinite(hi) & (hi <= max_units)
     while active.any():  # doubling: each infeasible probe becomes the new lo
         idx = np.flatnonzero(active)
-        ok = _feasible_at(workload, frame, idx, hi[idx] * g[idx])
+        ok = _feasible_at(workload, frame, idx, hi[idx] * g[idx], terms)
         found[idx[ok]] = True
         failed = idx[~ok]
         lo[failed] = hi[failed]
@@ -151,11 +229,11 @@ def cards_for_deadline(
     while active.any():  # bisection between infeasible lo and feasible hi
         idx = np.flatnonzero(active)
         mid = np.floor((lo[idx] + hi[idx]) / 2)
-        ok = _feasible_at(workload, frame, idx, mid * g[idx])
+        ok = _feasible_at(workload, frame, idx, mid * g[idx], terms)
         hi[idx[ok]] = mid[ok]
         lo[idx[~ok]] = mid[~ok]
         active = found & (hi - lo > 1)
-    _scan_up(workload, frame, np.flatnonzero(found), known_infeasible, hi, g)
+    _scan_up(workload, frame, np.flatnonzero(found), (known_infeasible, hi, g), terms)
     return np.where(found, hi * g, np.nan)
 
 
@@ -163,15 +241,15 @@ def _scan_up(
     workload: TrainingWorkload,
     frame: pd.DataFrame,
     idx: NDArray[np.int64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-    g: NDArray[np.int64],
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]],
+    terms: ShapeTerms | None,
 ) -> None:
     """Lower hi (in place) to the first feasible count above the known-infeasible bound lo.
 
     Windows of candidates are evaluated for all options at once; an option stops at its
     first feasible count (its predecessor failed: lo or an earlier candidate).
     """
+    lo, hi, g = bounds
     idx = idx[(hi[idx] - lo[idx] - 1 > 0) & (hi[idx] - lo[idx] - 1 <= DEADLINE_EXACT_SCAN_LIMIT)]
     start = lo[idx] + 1
     while idx.size:
@@ -179,11 +257,42 @@ def _scan_up(
         owner = np.repeat(np.arange(idx.size), counts)
         offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
         units = start[owner] + offsets
-        ok = _feasible_at(workload, frame, idx[owner], units * g[idx[owner]])
-        first = np.full(idx.size, np.inf)
-        np.minimum.at(first, owner, np.where(ok, units, np.inf))
+        first = _first_feasible(workload, frame, (idx, owner, units, g), terms)
         done = np.isfinite(first)
         hi[idx[done]] = first[done]
         start = start + counts
         keep = ~done & (start < hi[idx])
         idx, start = idx[keep], start[keep]
+
+
+def _first_feasible(
+    workload: TrainingWorkload,
+    frame: pd.DataFrame,
+    window: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]],
+    terms: ShapeTerms | None,
+) -> NDArray[np.float64]:
+    """The first feasible count (in units) of each option's window (inf: none).
+
+    `window` is (options, owner, units, g): candidate k is units[k] of option
+    options[owner[k]], ascending per option. The cheap tests run on the whole window, the
+    split search in growing rounds (SCAN_FIRST_ROUND candidates per option first), so that the
+    counts above an option's first feasible one are not searched.
+    """
+    idx, owner, units, g = window
+    option = idx[owner]
+    may = np.flatnonzero(_may_feasible(workload, frame, option, units * g[option], terms))
+    first = np.full(idx.size, np.inf)
+    if not may.size:
+        return first
+    starts = np.r_[True, owner[may][1:] != owner[may][:-1]]
+    rank = np.arange(may.size) - np.maximum.accumulate(np.where(starts, np.arange(may.size), 0))
+    start, size = 0, SCAN_FIRST_ROUND if terms is not None else DEADLINE_SCAN_WINDOW
+    while start <= rank.max():
+        pick = may[(rank >= start) & (rank < start + size)]
+        pick = pick[~np.isfinite(first[owner[pick]])]
+        if not pick.size:
+            break
+        ok = _searched(workload, frame, option[pick], units[pick] * g[option[pick]])
+        np.minimum.at(first, owner[pick], np.where(ok, units[pick], np.inf))
+        start, size = start + size, size * 4
+    return first
