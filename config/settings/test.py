@@ -73,5 +73,10 @@ ANALYSIS_PART_DELAY_S = env.float("FLEETWISE_ANALYSIS_PART_DELAY_S", default=0.0
 IMPORT_CHUNK_DELAY_S = env.float("FLEETWISE_IMPORT_CHUNK_DELAY_S", default=0.0)
 REPORT_GENERATE_DELAY_S = env.float("FLEETWISE_REPORT_GENERATE_DELAY_S", default=0.0)
 
+# The dashboards' warm-up after each rollup refresh (a cache fill of every default view, seconds
+# with demo usage) is off in tests: the tests of the warm-up turn it on (the fixture
+# `dashboard_warmup`); every other refresh in the suite would pay for it.
+USAGE_ROLLUP_REFRESH_HOOKS: list[str] = []
+
 # The in-thread test worker must not keep connections that block dropping the test database.
 DATABASES["default"]["CONN_MAX_AGE"] = 0

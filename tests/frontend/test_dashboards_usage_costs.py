@@ -241,7 +241,7 @@ def test_a_bulk_loader_that_refreshes_itself_queues_no_refresh(demo_fleet):
 
 
 def test_a_broker_outage_defers_the_refresh_and_the_dispatcher_sends_it_later(
-    demo_fleet, monkeypatch, django_capture_on_commit_callbacks
+    demo_fleet, monkeypatch, django_capture_on_commit_callbacks, dashboard_warmup
 ):
     from celery import current_app
     from kombu.exceptions import OperationalError
@@ -577,7 +577,7 @@ def test_pages_run_a_fixed_number_of_queries(
 
 @pytest.mark.parametrize(("name", "max_queries"), [("frontend:usage", 14), ("frontend:costs", 12)])
 def test_the_first_view_after_a_refresh_reads_the_precomputed_default_view(
-    client, viewer, usage, django_assert_max_num_queries, name, max_queries
+    client, viewer, usage, django_assert_max_num_queries, name, max_queries, dashboard_warmup
 ):
     from accounting.tasks import refresh_usage_rollups
     from frontend.dashboards import dashboard_query
