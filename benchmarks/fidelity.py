@@ -16,7 +16,12 @@ the role; then median and worst error and band coverage for calibration and held
 
 Between them, the mixture-of-experts training runs (the file's "moe_runs": DeepSeek-V3 on
 2,048 H800, the calibration check; DeepSeek-V2 and NVIDIA's NeMo / Megatron-Bridge tables,
-held back) through the same planner, as their own group of the record ("moe"; engine/moe_runs.py).
+held back) through the same planner, as their own group of the record ("moe"; engine/moe_runs.py);
+the calibration check is the subset the one MoE constant is fitted on, by the rule of
+docs/decisions/0016-moe-calibration.md. Then the FP4 (NVFP4) training runs (the file's
+"fp4_runs": one calibration run, the rest held back; engine/training_precision.py), dense runs
+through the same planner, as the record's "fp4" part. With --write-fp4 only that part is
+rewritten: the file is read again just before writing and every other part kept as it is.
 With --write-serving only the file's "serving" part is rewritten (the training part is left
 as it is), and the serving band's factors recomputed from the calibration rows are printed:
 band.RATIO_FACTORS must hold them (engine/inference/band.py says how the band is made).
@@ -27,7 +32,7 @@ published)| over the calibration rows plus a penalty on rows off by more than 18
 the constants it ends at and the errors, for a person to commit (nothing is written).
 
 Run from the repository root:
-    .venv/bin/python benchmarks/fidelity.py [--write | --write-serving | --fit]
+    .venv/bin/python benchmarks/fidelity.py [--write | --write-serving | --write-fp4 | --fit]
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ from engine.inference import band, engines
 from engine.inference import track_record as serving
 from engine.track_record import (
     TRACK_RECORD_PATH,
+    compute_fp4_record,
     compute_track_record,
     dumps,
+    format_fp4_table,
     format_moe_table,
     format_serving_table,
     format_table,
@@ -165,16 +172,28 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"rewrite only the serving part of {TRACK_RECORD_PATH.name}",
     )
+    parser.add_argument(
+        "--write-fp4",
+        action="store_true",
+        help=f"rewrite only the FP4 training part of {TRACK_RECORD_PATH.name}",
+    )
     args = parser.parse_args(argv)
     if args.write_serving:
         return write_serving()
+    if args.write_fp4:
+        return write_fp4()
     if args.fit:
         for (where, name), value in fit().items():
             print(f"{where} {name} = {value:.4g}")
     record = compute_track_record()
     print(format_table(record))
-    print("\nMixture of experts (the moe_runs of the runs file; no fit reads them)\n")
+    print(
+        "\nMixture of experts (the moe_runs of the runs file; the calibration check fits the one"
+        " MoE constant, held-back runs are only compared)\n"
+    )
     print(format_moe_table(record["moe"]))
+    print("\nFP4 (NVFP4) training (the fp4_runs of the runs file; outside the summary above)\n")
+    print(format_fp4_table(record["fp4"]))
     print("\nServing\n")
     print(format_serving_table(record["serving"]))
     if args.write:
@@ -195,6 +214,18 @@ def write_serving() -> int:
         print(f"band.RATIO_FACTORS ({band.RATIO_FACTORS}) is out of step: commit these")
     TRACK_RECORD_PATH.write_text(dumps(record), encoding="utf-8")
     print(f"\nwrote the serving part of {TRACK_RECORD_PATH.relative_to(Path.cwd().resolve())}")
+    return 0
+
+
+def write_fp4() -> int:
+    """The FP4 part of the track record from today's model. The file is read right before
+    writing, so a part another run rewrote meanwhile (--write-serving) is kept, byte for byte."""
+    fp4 = compute_fp4_record()
+    print(format_fp4_table(fp4))
+    record = load_track_record()
+    record["fp4"] = fp4
+    TRACK_RECORD_PATH.write_text(dumps(record), encoding="utf-8")
+    print(f"\nwrote the FP4 part of {TRACK_RECORD_PATH.relative_to(Path.cwd().resolve())}")
     return 0
 
 

@@ -56,8 +56,8 @@ MOE_FIELDS: dict[str, int] = {
 # embedding (a lookup; OpenAI's gpt-oss model card).
 ACTIVE_COUNTS: tuple[str, ...] = ("all", "without_input_embedding")
 MOE_NOT_HERE = (
-    "a mixture-of-experts model: its active and total parameters differ, which this estimate "
-    "does not model yet (issue #32)"
+    "a mixture-of-experts model: its active and total parameters differ, which this "
+    "calculation does not take"
 )
 CLOSE_NAMES = 5  # names suggested for a misspelt model
 CLOSE_CUTOFF = 0.6  # difflib similarity below which a name is not suggested

@@ -16,6 +16,8 @@ benchmarks/fidelity.py writes it to ``engine/data/track_record.json``, which the
 is the planner?" page shows and tests/engine/test_track_record.py keeps in step with the model.
 The mixture-of-experts training runs (the runs file's "moe_runs", engine/moe_runs.py) are the
 file's "moe" part, their own group with their own summary (calibration check, held back); the
+FP4 (NVFP4) training runs (the runs file's "fp4_runs", engine/training_precision.py) its "fp4"
+part, dense runs through the same ``model_run`` summarized apart (``compute_fp4_record``); the
 serving model's record (engine/inference/track_record.py: published serving figures through
 the serving model) is its "serving" part.
 Figures are rounded (``SIGNIFICANT_DIGITS``, ``ERROR_DECIMALS`` of engine/track_record_rows.py,
@@ -55,6 +57,8 @@ SCHEMA = 1
 Role = Literal["calibration", "held_out"]
 ROLES: tuple[Role, ...] = ("calibration", "held_out")
 SUMMARY_GROUPS: tuple[str, ...] = ("all", *ROLES)
+# The FP4 runs' roles: one calibration run by the rule each states, the rest held back.
+FP4_SUMMARY_GROUPS: tuple[str, ...] = ("all", "calibration", "held_back")
 ROLE_LABELS: Mapping[str, str] = {
     "all": "All runs",
     "calibration": "Calibration",
@@ -72,6 +76,17 @@ ERROR_MEANING = (
 )
 
 
+class Fp4Record(TypedDict):
+    """The track record's FP4 training part: rows and the summary by role."""
+
+    runs_file: str
+    section: str
+    error: str
+    band: str
+    rows: list[TrackRecordRow]
+    summary: dict[str, TrackRecordStats]
+
+
 class TrackRecord(TypedDict):
     schema: int
     generated_by: str
@@ -82,6 +97,7 @@ class TrackRecord(TypedDict):
     summary: dict[str, TrackRecordStats]
     moe: MoeRecord
     serving: ServingRecord
+    fp4: Fp4Record
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,6 +109,12 @@ def load_runs(path: Path = RUNS_PATH) -> list[dict[str, Any]]:
     """The published runs of the data file, in file order."""
     document = json.loads(path.read_text(encoding="utf-8"))
     return list(document["runs"])
+
+
+def load_fp4_runs(path: Path = RUNS_PATH) -> list[dict[str, Any]]:
+    """The published FP4 training runs of the data file ("fp4_runs"), in file order."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return list(document["fp4_runs"])
 
 
 def load_track_record(path: Path = TRACK_RECORD_PATH) -> TrackRecord:
@@ -271,7 +293,8 @@ def _base_row(run: Mapping[str, Any]) -> TrackRecordRow:
 
 def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> TrackRecord:
     """Every published run through today's planner, and the summary by role; the mixture-of-
-    experts runs apart ("moe"), and the serving figures ("serving")."""
+    experts runs apart ("moe"), the serving figures ("serving") and the FP4 runs ("fp4", last:
+    benchmarks/fidelity.py --write-fp4 rewrites it alone)."""
     rows = [model_run(run) for run in (load_runs() if runs is None else runs)]
     summary = {
         group: summarize([row for row in rows if group == "all" or row["role"] == group])
@@ -287,6 +310,25 @@ def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Tra
         "summary": summary,
         "moe": compute_moe_record(),
         "serving": compute_serving_record(),
+        "fp4": compute_fp4_record(),
+    }
+
+
+def compute_fp4_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Fp4Record:
+    """Every published FP4 training run through today's planner, and the summary by role
+    (apart from the dense summary, whose band is fitted on Ampere and Hopper runs)."""
+    rows = [model_run(run) for run in (load_fp4_runs() if runs is None else runs)]
+    summary = {
+        group: summarize([row for row in rows if group == "all" or row["role"] == group])
+        for group in FP4_SUMMARY_GROUPS
+    }
+    return {
+        "runs_file": "engine/data/published_training_runs.json",
+        "section": "fp4_runs",
+        "error": ERROR_MEANING,
+        "band": BAND_MEANING,
+        "rows": rows,
+        "summary": summary,
     }
 
 
@@ -312,6 +354,11 @@ def format_table(record: TrackRecord) -> str:
 def format_moe_table(moe: MoeRecord) -> str:
     """The mixture-of-experts rows and their summary as a plain-text table."""
     return format_rows(moe["rows"], moe["summary"])
+
+
+def format_fp4_table(fp4: Fp4Record) -> str:
+    """The FP4 training rows and their summary as a plain-text table."""
+    return format_rows(fp4["rows"], fp4["summary"])
 
 
 def format_rows(rows: Sequence[TrackRecordRow], summary: Mapping[str, TrackRecordStats]) -> str:

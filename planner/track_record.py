@@ -39,6 +39,13 @@ MOE_GROUP_LABELS = {
     "held_back": "Mixture of experts: held back",
 }
 
+# The FP4 training runs' summary groups (engine/track_record.py FP4_SUMMARY_GROUPS).
+FP4_GROUP_LABELS = {
+    "all": "FP4 (NVFP4): all runs",
+    "calibration": "FP4 (NVFP4): calibration",
+    "held_back": "FP4 (NVFP4): held back",
+}
+
 # Summary groups that are not an engine: the mixture-of-experts rows, apart from the dense.
 SERVING_GROUP_NAMES = {"moe": "Mixture of experts"}
 
@@ -130,6 +137,24 @@ def _moe_page(moe: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _fp4_page(fp4: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The FP4 (NVFP4) training runs' summary and rows, as the dense part (None: none
+    recorded)."""
+    if not fp4:
+        return None
+    return {
+        "summary": [
+            {**_summary_row(g, dict(s)), "label": FP4_GROUP_LABELS[g]}
+            for g, s in fp4["summary"].items()
+        ],
+        "rows": [_table_row(dict(row)) for row in fp4["rows"]],
+        "error_meaning": fp4["error"],
+        "band_meaning": fp4["band"],
+        "runs_file": fp4["runs_file"],
+        "section": fp4["section"],
+    }
+
+
 def track_record_page() -> dict[str, Any]:
     """The summary by role and one row per published run, with display text."""
     record = load_track_record()
@@ -139,6 +164,7 @@ def track_record_page() -> dict[str, Any]:
         "error_meaning": record["error"],
         "band_meaning": record["band"],
         "runs_file": record["runs_file"],
+        "fp4": _fp4_page(cast(dict[str, Any] | None, record.get("fp4"))),
         "moe": _moe_page(cast(dict[str, Any] | None, record.get("moe"))),
         "serving": _serving_page(record.get("serving")),
     }

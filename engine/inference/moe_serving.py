@@ -16,7 +16,12 @@
   as DeepSeek, SGLang and TensorRT-LLM serve large MoEs) each card runs attention for its
   1/tp of the sequences with whole attention weights and no all-reduce; each MoE layer then
   dispatches and combines its tokens by all-to-all (roofline.alltoall_terms), each card
-  sending its own tokens.
+  sending its own tokens. A card prefills its own requests' prompts: the step waits for the
+  busiest card (its common products at one card's compute), and the MoE pads every card's
+  tokens to the busiest card's count (TensorRT-LLM's Deepseekv3MoE.compute_routed_output,
+  tensorrt_llm/_torch/models/modeling_deepseekv3.py), so the routed products of a prompt
+  run on tp times its tokens; the busiest card holds E[max] of tp Poisson counts of the
+  prompts starting in a step (roofline.busiest_rank_prompt_tokens, step_terms.prompt_ranks).
 
 Sources: docs/inference.md, "Mixture of experts".
 """

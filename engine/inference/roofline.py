@@ -23,8 +23,10 @@ the step (chunked prefill), on a replica of tp cards (docs/inference.md, section
 Mixture of experts (docs/inference.md, "Mixture of experts"): the routed experts' weights are
 read as the step's tokens touch them, E·(1 − (1 − k/E)^tokens) experts per layer (engine.moe),
 and their products run on tokens·k/E rows per expert, at that smaller GEMM's efficiency;
-expert parallelism adds a dispatch and a combine all-to-all per MoE layer. A dense model has no
-routed terms (all zero), so its step is the one above.
+expert parallelism adds a dispatch and a combine all-to-all per MoE layer; attention data
+parallel makes the step wait for the card with the most prompt tokens (E[max] of the cards'
+Poisson counts of starting prompts, busiest_rank_prompt_tokens). A dense model has no routed
+terms (all zero) and one rank, so its step is the one above.
 
 TPOT at steady state: chunked engines fold B · prompt/output prompt tokens into every step;
 the others pause the batch for each prefill, adding B · prefill / output tokens. TTFT: one
@@ -33,6 +35,7 @@ prefill (fixed + all-reduce + p-norm of the weight read and the prompt's compute
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +77,10 @@ class StepTerms:
     routed_prefill_flop_s: ArrayLike = 0.0
     experts: ArrayLike = 1.0  # routed experts per MoE layer (E)
     experts_per_token: ArrayLike = 1.0  # top-k
+    # Attention data parallel (1 otherwise): cards that each prefill their own requests, and
+    # one request's prompt tokens (busiest_rank_prompt_tokens).
+    dp_ranks: ArrayLike = 1.0
+    prompt_length: ArrayLike = 1.0
 
 
 def gemm_efficiency(tokens: ArrayLike, best: ArrayLike, half_tokens: float) -> NDArray[np.float64]:
@@ -184,6 +191,34 @@ def alltoall_terms(
     return latency, per_token
 
 
+def poisson_max_mean(mean: ArrayLike, count: ArrayLike) -> NDArray[np.float64]:
+    """E[max] of `count` independent Poisson(`mean`) counts: the sum over k >= 1 of
+    P(max >= k) = 1 − F(k − 1)^count, F the Poisson CDF, to k = mean + 12·√mean + 12."""
+    mu, n = np.maximum(_f(mean), 0.0), np.maximum(_f(count), 1.0)
+    log_mu = np.log(np.maximum(mu, 1e-300))
+    cdf, total = np.zeros_like(mu), np.zeros_like(mu)
+    top = float(np.max(mu, initial=0.0))
+    for k in range(int(np.ceil(top + 12.0 * np.sqrt(top) + 12.0))):
+        cdf = np.minimum(cdf + np.exp(k * log_mu - mu - math.lgamma(k + 1.0)), 1.0)
+        total = total + 1.0 - cdf**n
+    return total
+
+
+def busiest_rank_prompt_tokens(terms: StepTerms, prompt_tokens: ArrayLike) -> NDArray[np.float64]:
+    """The prompt tokens a step's compute waits for (each charged at one card's compute,
+    step_terms.prompt_ranks). One rank: all of them. Attention data parallel over r cards:
+    each card prefills its own requests, the others wait for the busiest, and the MoE pads
+    every card's tokens to the busiest card's count; the P folded tokens are λ = P / prompt
+    length prompts starting a step, spread over the cards as Poisson(λ / r) each, so the
+    step waits for E[max] prompts, not λ (λ = 0.5 on 8 cards: 0.41; λ = 1.5: 0.90)."""
+    p, ranks = _f(prompt_tokens), _f(terms.dp_ranks)
+    if not np.any(ranks > 1.0):
+        return p
+    length = np.maximum(_f(terms.prompt_length), 1.0)
+    busiest = length * poisson_max_mean(p / length / ranks, ranks)
+    return np.where(ranks > 1.0, np.minimum(busiest, p), p)
+
+
 def step_seconds(
     terms: StepTerms, batch: ArrayLike, prompt_tokens: ArrayLike | None = None
 ) -> NDArray[np.float64]:
@@ -192,7 +227,7 @@ def step_seconds(
     p = np.zeros_like(b) if prompt_tokens is None else _f(prompt_tokens)
     tokens = b + p
     kv = np.where(b > 0, np.maximum(b * terms.kv_s_per_sequence, terms.kv_floor_s), 0.0)
-    compute = compute_seconds(terms, b, p)
+    compute = compute_seconds(terms, b, busiest_rank_prompt_tokens(terms, p))
     memory = weight_read_seconds(terms, tokens) + kv
     return (
         terms.fixed_s

@@ -94,7 +94,7 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         weights_s=weights / (bandwidth * stream),
         expert_read_s=routed * weight_bytes / tp / (bandwidth * stream),
         routed_decode_flop_s=routed_flops / flops,
-        routed_prefill_flop_s=routed_flops / flops,
+        routed_prefill_flop_s=routed_flops * prompt_ranks(w, tp) / flops,
         experts=np.full(n, float(w.moe.experts if w.moe is not None else 1)),
         experts_per_token=np.full(n, experts_per_token(w)),
         kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency),
@@ -113,6 +113,8 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         sharpness=engines.SHARED.roofline_sharpness,
         prompt_per_output=np.full(n, w.input_tokens / w.output_tokens),
         chunked=np.full(n, preset.chunked_prefill),
+        dp_ranks=prompt_ranks(w, tp),
+        prompt_length=np.full(n, float(w.input_tokens)),
     )
 
 
@@ -129,9 +131,16 @@ def experts_per_token(w: InferenceWorkload) -> float:
 
 
 def prompt_ranks(w: InferenceWorkload, tp: np.ndarray) -> np.ndarray:
-    """How many cards' compute a prompt's common products (attention, dense and shared
-    FFNs) take: 1 on tensor-parallel attention; tp under attention data parallel, where one
-    card prefills the prompt and the others wait for it at the next all-to-all."""
+    """How many cards' worth of compute a prompt's tokens take: 1 on tensor-parallel
+    attention; tp under attention data parallel, where one card prefills the prompt and the
+    others wait for it at the next all-to-all (its common products: attention, dense and
+    shared FFNs), and where the MoE pads every card's tokens to the busiest card's count
+    before the experts, so the routed products run on tp × the prompt's tokens too
+    (TensorRT-LLM, tensorrt_llm/_torch/models/modeling_deepseekv3.py,
+    Deepseekv3MoE.compute_routed_output, and modeling_qwen3_moe.py, Qwen3MoE.forward: with
+    attention DP and no MNNVL all-to-all, the hidden states are padded to
+    max(all_rank_num_tokens) ahead of the gate and the fused MoE). The step waits for the
+    busiest card's prompts, not all of them (roofline.busiest_rank_prompt_tokens)."""
     ranks: np.ndarray = np.where(w.attention_data_parallel, tp.astype(float), 1.0)
     return ranks
 

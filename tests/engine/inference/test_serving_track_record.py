@@ -211,10 +211,11 @@ def test_the_moe_rows_are_modeled_and_summarized_apart(record):
     [
         # The MoE model as it is today (engine/data/track_record.json, "serving"): Mixtral at
         # TP 2-8 with long outputs is optimistic by up to 31 %, Qwen3-235B at 128 in / 2,048
-        # out on H200 pessimistic by 25 %, DeepSeek-R1 at its published concurrency optimistic
-        # by 24-34 %: the MoE rows do not meet the dense targets yet.
-        ("calibration", 8.1, 29.8, "trtllm017-mixtral-8x7b-h100-tp8-128-2048", 20, 28),
-        ("held_out", 17.4, 34.2, "trtllm-r1-deepseek-r1-b200-tp8-1024-2048", 8, 15),
+        # out on H200 pessimistic by 25 %; DeepSeek-R1 at its published concurrency (attention
+        # data parallel waiting for the busiest card's prompts) within 20 %: the MoE rows do
+        # not meet the dense targets yet.
+        ("calibration", 8.1, 29.8, "trtllm017-mixtral-8x7b-h100-tp8-128-2048", 21, 28),
+        ("held_out", 17.4, 31.0, "trtllm017-mixtral-8x22b-h100-tp8-128-2048", 8, 15),
     ],
 )
 def test_the_moe_groups_error_as_it_is_today(
