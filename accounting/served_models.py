@@ -9,27 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.model_catalog import CatalogModel, UnknownModelError, find_model, load_catalog
-
-# Publishers round their counts (235 B, 671 B; DeepSeek-V3's card says 685 B with its MTP
-# module, 2 % more): an entered count within this share of the catalog's agrees with it.
-PARAMS_TOLERANCE = 0.05
-WHERE_NAMES_ARE = (
-    "The names are those of the model catalog (the Inference page's model picker; "
-    "docs/inference.md, “Choosing a model”)"
-)
-
-
-def catalog_model(name: str) -> CatalogModel:
-    """The catalog model called `name` (or an alias); else UnknownModelError whose message
-    names the close names, every name, and where to find them."""
-    try:
-        return find_model(name, allow_moe=True)
-    except UnknownModelError as error:
-        message = error.errors["model"]
-        if "Known models" not in message:
-            message = f"{message} Known models: {', '.join(load_catalog().names())}."
-        raise UnknownModelError(f"{message} {WHERE_NAMES_ARE}.") from None
+from engine.model_catalog import CatalogModel, UnknownModelError
+from inventory.pool_models import PARAMS_TOLERANCE, catalog_model
 
 
 def params_disagree(entered: float, model: CatalogModel) -> str | None:

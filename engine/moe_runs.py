@@ -37,9 +37,9 @@ from engine.capacity.workload import workload_from_spec
 from engine.track_record_rows import (
     BAND_MEANING,
     ERROR_DECIMALS,
-    FIGURE_UNITS,
     TrackRecordRow,
     TrackRecordStats,
+    base_row,
     option_of,
     significant,
     summarize,
@@ -200,27 +200,7 @@ def split_text(split: Mapping[str, int], micro_batch: int) -> str:
 
 def moe_track_record_row(run: Mapping[str, Any]) -> TrackRecordRow:
     """One MoE run as a track-record row: figures rounded as the dense rows'."""
-    figure, cards = run["published"], run["cards"]
-    row: TrackRecordRow = {
-        "id": str(run["id"]),
-        "name": str(run["name"]),
-        "role": str(run["role"]),
-        "stack": str(run["stack"]),
-        "cards": int(cards["count"]),
-        "accelerator": str(cards["accelerator"]),
-        "precision": str(run["precision"]),
-        "figure": str(figure["kind"]),
-        "unit": FIGURE_UNITS[figure["kind"]],
-        "published": float(figure["value"]),
-        "modeled": None,
-        "modeled_low": None,
-        "modeled_high": None,
-        "error_percent": None,
-        "inside_band": None,
-        "split": "",
-        "reason": "",
-        "source": str(run["source"]["citation"]),
-    }
+    row = base_row(run)
     result = model_moe_run(run)
     if result["modeled"] is None:
         return {**row, "reason": str(result["reason"])}

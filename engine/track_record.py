@@ -41,9 +41,9 @@ from engine.moe_runs import MoeRecord, compute_moe_record
 from engine.track_record_rows import (
     BAND_MEANING,
     ERROR_DECIMALS,
-    FIGURE_UNITS,
     TrackRecordRow,
     TrackRecordStats,
+    base_row,
     option_of,
     significant,
     summarize,
@@ -231,7 +231,7 @@ def _split(row: pd.Series) -> str:
 
 def model_run(run: Mapping[str, Any]) -> TrackRecordRow:
     """One run through today's planner, in the published figure's convention."""
-    row = _base_row(run)
+    row = base_row(run)
     if run.get("not_modeled"):
         return {**row, "reason": str(run["not_modeled"])}
     try:
@@ -258,31 +258,6 @@ def model_run(run: Mapping[str, Any]) -> TrackRecordRow:
         "error_percent": round(100.0 * (modeled_r - published) / published, ERROR_DECIMALS),
         "inside_band": (low_r is None or low_r <= published) and published <= high_r,
         "split": _split(planned),
-    }
-
-
-def _base_row(run: Mapping[str, Any]) -> TrackRecordRow:
-    figure = run["published"]
-    source = run["source"]
-    return {
-        "id": str(run["id"]),
-        "name": str(run["name"]),
-        "role": str(run["role"]),
-        "stack": str(run["stack"]),
-        "cards": int(run["cards"]["count"]),
-        "accelerator": str(run["cards"]["accelerator"]),
-        "precision": str(run["precision"]),
-        "figure": str(figure["kind"]),
-        "unit": FIGURE_UNITS[figure["kind"]],
-        "published": float(figure["value"]),
-        "modeled": None,
-        "modeled_low": None,
-        "modeled_high": None,
-        "error_percent": None,
-        "inside_band": None,
-        "split": "",
-        "reason": "",
-        "source": str(source["citation"]),
     }
 
 

@@ -75,6 +75,32 @@ class TrackRecordStats(TypedDict):
     median_band_half_width_percent: float | None  # (high − low) ÷ 2 ÷ modeled, bounded bands
 
 
+def base_row(run: Mapping[str, Any]) -> TrackRecordRow:
+    """A published run's row before it is modeled: what the run file states."""
+    figure = run["published"]
+    source = run["source"]
+    return {
+        "id": str(run["id"]),
+        "name": str(run["name"]),
+        "role": str(run["role"]),
+        "stack": str(run["stack"]),
+        "cards": int(run["cards"]["count"]),
+        "accelerator": str(run["cards"]["accelerator"]),
+        "precision": str(run["precision"]),
+        "figure": str(figure["kind"]),
+        "unit": FIGURE_UNITS[figure["kind"]],
+        "published": float(figure["value"]),
+        "modeled": None,
+        "modeled_low": None,
+        "modeled_high": None,
+        "error_percent": None,
+        "inside_band": None,
+        "split": "",
+        "reason": "",
+        "source": str(source["citation"]),
+    }
+
+
 def option_of(run: Mapping[str, Any]) -> dict[str, Any]:
     """The planner's option row: the cards, their links, the documented stack options."""
     cards = run["cards"]

@@ -16,6 +16,7 @@ from django import forms
 from rest_framework import serializers
 
 from core.bounds import WithinLimit
+from engine.capacity.workload import MOE_SHAPE_FIELDS, MOE_TRAINING_FIELDS
 from engine.model_catalog import CatalogModel, load_catalog
 from planner.api.plan_serializers import WorkloadSerializer
 from planner.api.shape_serializers import TrainingModelSerializer
@@ -23,29 +24,13 @@ from planner.api.shape_serializers import TrainingModelSerializer
 BILLION = 1e9
 API_FIELDS = TrainingModelSerializer().fields  # the API's model fields: types, ranges, help
 # The mixture's shape, how it trains and its fixed expert parallelism (the API's names).
-MOE_FIELDS: tuple[str, ...] = (
-    "experts",
-    "experts_per_token",
-    "shared_experts",
-    "expert_ffn_hidden_size",
-    "dense_layers",
-    "attention",
-    "head_dim",
-    "q_lora_rank",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "moe_capacity_factor",
-    "moe_a2a_overlap",
-    "moe_mtp_depth",
-    "ep_degree",
-)
+MOE_FIELDS: tuple[str, ...] = (*MOE_SHAPE_FIELDS, *MOE_TRAINING_FIELDS, "ep_degree")
 ATTENTION_CHOICES = [
     ("", "Default: multi-head or grouped-query"),
     ("gqa", "Multi-head or grouped-query (GQA)"),
     ("mla", "Multi-head latent attention (MLA, DeepSeek)"),
 ]
-NO_CATALOG_MODEL = "None: enter the size or the shape by hand"
+NO_CATALOG_MODEL = "Not from the catalog: enter the size or the shape by hand"
 CATALOG_HELP = (
     "A published model's shape and parameters (dense, or a mixture of experts with its total "
     "and active parameters); leave the parameters and the shape below empty with it."

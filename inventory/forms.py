@@ -23,7 +23,7 @@ FIELD_LABELS = {
     "capital_cost_per_card": "Capital cost per card",
     "rental_price_per_card_hour": "Rental price per card-hour",
     "planned_utilization": "Planned utilization (0 to 1)",
-    "model_name": "Model (catalog name)",
+    "model_name": "Catalog model",
     "memory_gb": "Memory (GB)",
     "memory_bandwidth_tbs": "Memory bandwidth (TB/s)",
     "dense_int8_tops": "Dense INT8 (TOPS)",

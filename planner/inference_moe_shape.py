@@ -21,6 +21,7 @@ from engine.capacity.workload import (
     MOE_FIELD_ALONE,
     MOE_NEEDS,
     MOE_REQUIRED_FIELDS,
+    MOE_SHAPE_FIELDS,
     moe_shape_from_spec,
     spec_is_moe,
 )
@@ -30,18 +31,7 @@ from engine.model_catalog import MOE_FIELDS, SHAPE_FIELDS
 from engine.moe import MoeShape, active_params, total_params
 
 # The mixture's fields besides the dense shape's (the training API's names).
-MOE_INPUT_FIELDS: tuple[str, ...] = (
-    "experts",
-    "experts_per_token",
-    "shared_experts",
-    "expert_ffn_hidden_size",
-    "dense_layers",
-    "attention",
-    "q_lora_rank",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-)
+MOE_INPUT_FIELDS: tuple[str, ...] = tuple(f for f in MOE_SHAPE_FIELDS if f != "head_dim")
 # A dense model's value of each (given so, a field says nothing about a mixture).
 DENSE_VALUES: dict[str, int | str] = {**MOE_FIELDS, "attention": "gqa"}
 LATENT_FIELDS: tuple[str, ...] = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim")

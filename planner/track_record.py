@@ -4,6 +4,7 @@ in step with the model). Read from the file on each request, never recomputed on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from engine.track_record import ROLE_LABELS, format_figure, format_number, load_track_record
@@ -119,39 +120,20 @@ def _table_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _moe_page(moe: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The mixture-of-experts training runs' summary and rows, as the dense part (None: none
-    recorded)."""
-    if not moe:
+def _part_page(part: dict[str, Any] | None, labels: Mapping[str, str]) -> dict[str, Any] | None:
+    """A part of the training record apart from the dense runs (the mixture-of-experts runs,
+    the FP4 runs): its summary and rows, as the dense part (None: none recorded)."""
+    if not part:
         return None
     return {
         "summary": [
-            {**_summary_row(g, dict(s)), "label": MOE_GROUP_LABELS[g]}
-            for g, s in moe["summary"].items()
+            {**_summary_row(g, dict(s)), "label": labels[g]} for g, s in part["summary"].items()
         ],
-        "rows": [_table_row(dict(row)) for row in moe["rows"]],
-        "error_meaning": moe["error"],
-        "band_meaning": moe["band"],
-        "runs_file": moe["runs_file"],
-        "section": moe["section"],
-    }
-
-
-def _fp4_page(fp4: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The FP4 (NVFP4) training runs' summary and rows, as the dense part (None: none
-    recorded)."""
-    if not fp4:
-        return None
-    return {
-        "summary": [
-            {**_summary_row(g, dict(s)), "label": FP4_GROUP_LABELS[g]}
-            for g, s in fp4["summary"].items()
-        ],
-        "rows": [_table_row(dict(row)) for row in fp4["rows"]],
-        "error_meaning": fp4["error"],
-        "band_meaning": fp4["band"],
-        "runs_file": fp4["runs_file"],
-        "section": fp4["section"],
+        "rows": [_table_row(dict(row)) for row in part["rows"]],
+        "error_meaning": part["error"],
+        "band_meaning": part["band"],
+        "runs_file": part["runs_file"],
+        "section": part["section"],
     }
 
 
@@ -164,7 +146,7 @@ def track_record_page() -> dict[str, Any]:
         "error_meaning": record["error"],
         "band_meaning": record["band"],
         "runs_file": record["runs_file"],
-        "fp4": _fp4_page(cast(dict[str, Any] | None, record.get("fp4"))),
-        "moe": _moe_page(cast(dict[str, Any] | None, record.get("moe"))),
+        "fp4": _part_page(cast(dict[str, Any] | None, record.get("fp4")), FP4_GROUP_LABELS),
+        "moe": _part_page(cast(dict[str, Any] | None, record.get("moe")), MOE_GROUP_LABELS),
         "serving": _serving_page(record.get("serving")),
     }

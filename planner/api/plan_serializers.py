@@ -19,7 +19,7 @@ from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from engine.reliability import RELIABILITY_PRESETS
 from engine.training_precision import TRAINING_PRECISIONS
 from inventory.models import CoolingType
-from planner.api.shape_serializers import TrainingModelSerializer
+from planner.api.shape_serializers import TrainingModelSerializer, fp4_bf16_layer_share_field
 from planner.models import Plan
 from planner.plans import MAX_COMPARED_PLANS, can_edit, stale_rate_reasons
 
@@ -66,13 +66,7 @@ class WorkloadSerializer(TrainingModelSerializer):
         choices=[6, 8], default=6, error_messages={"invalid_choice": K_MESSAGE}
     )
     precision = serializers.ChoiceField(choices=list(TRAINING_PRECISIONS), default="bf16")
-    fp4_bf16_layer_share = bounded_float(
-        "share_or_zero",
-        required=False,
-        allow_null=True,
-        help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
-        "recipe's 0.16 (arXiv 2509.25149).",
-    )
+    fp4_bf16_layer_share = fp4_bf16_layer_share_field()
     seq_len = bounded_int("seq_len", default=2048)
     global_batch_sequences = bounded_int("global_batch_sequences", default=1536)
     global_batch_tokens = bounded_float(

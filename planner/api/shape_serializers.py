@@ -119,3 +119,14 @@ class TrainingModelSerializer(StrictFieldsMixin, serializers.Serializer):
         this model and batch (planner.plans.workload_errors); a 400 naming the field."""
         if errors := workload_errors(attrs, **overrides):
             raise serializers.ValidationError(errors)
+
+
+def fp4_bf16_layer_share_field() -> serializers.FloatField:
+    """The training APIs' share of linear layers an fp4 run keeps in bf16."""
+    return bounded_float(
+        "share_or_zero",
+        required=False,
+        allow_null=True,
+        help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
+        "recipe's 0.16 (arXiv 2509.25149).",
+    )

@@ -22,7 +22,7 @@ from planner.api.plan_serializers import (
     number_schema,
     share_float,
 )
-from planner.api.shape_serializers import TrainingModelSerializer
+from planner.api.shape_serializers import TrainingModelSerializer, fp4_bf16_layer_share_field
 
 _SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
 
@@ -64,13 +64,7 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
         help_text="fp4: NVFP4 (NVIDIA Blackwell) or MXFP4 GEMMs at the card's dense FP4 peak, "
         "with the NVFP4 recipe's bf16 layers and quantisation (docs/capacity-planning.md).",
     )
-    fp4_bf16_layer_share = bounded_float(
-        "share_or_zero",
-        required=False,
-        allow_null=True,
-        help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
-        "recipe's 0.16 (arXiv 2509.25149).",
-    )
+    fp4_bf16_layer_share = fp4_bf16_layer_share_field()
     accelerator = AcceleratorField(
         queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
     )
