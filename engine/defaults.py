@@ -384,6 +384,19 @@ _TABLE: tuple[Default, ...] = (
         "Unknown vendor: below the named vendors to avoid over-promising. Judgement.",
     ),
     _d(
+        "gemm_efficiency_blackwell",
+        0.73,
+        "share",
+        0.05,
+        1.0,
+        "As gemm_efficiency_nvidia, for a Blackwell card (B100, B200, B300, GB200, GB300), which "
+        "no Fleetwise measurement covers: fitted, with every other constant kept, on the three "
+        "calibration rows docs/decisions/0017-blackwell-calibration.md names (Llama 3 8B, 70B "
+        "and 3.1 405B on DGX-GB200 NVL72 at FP8, NVIDIA Megatron-Bridge 25.11 performance "
+        "summary): least squares of log(modeled ÷ published), 0.73 against 0.695 (5 % above "
+        "Hopper's). Its B200 and GB300 rows are held back.",
+    ),
+    _d(
         "fp8_gemm_efficiency_ratio",
         0.89,
         "ratio",
@@ -722,11 +735,11 @@ _TABLE: tuple[Default, ...] = (
     # --- the honest range: 90th percentile ÷ central of each default (log-normal) ----------
     _d(
         "model_ratio_p10",
-        0.911,
+        0.918,
         "ratio",
         0.01,
         1.0,
-        "10th percentile of published ÷ modeled throughput over the 24 calibration runs of "
+        "10th percentile of published ÷ modeled throughput over the 27 calibration runs of "
         "engine/data/published_training_runs.json (held-out runs excluded), at the plotting "
         "position p·(n + 1): the distribution-free bound whose expected coverage of a new run "
         "is 80 % with its 90th-percentile partner (benchmarks/calibrate.py; "
@@ -734,7 +747,7 @@ _TABLE: tuple[Default, ...] = (
     ),
     _d(
         "model_ratio_p90",
-        1.126,
+        1.121,
         "ratio",
         1.0,
         100.0,
@@ -843,6 +856,10 @@ _TABLE: tuple[Default, ...] = (
 )
 
 DEFAULTS: Mapping[str, Default] = {entry.key: entry for entry in _TABLE}
+
+# Card generations (engine.reliability.card_generation) with their own GEMM efficiency key,
+# which replaces their vendor's `gemm_efficiency_<vendor>` (engine.capacity.options).
+GENERATION_GEMM_KEYS: Mapping[str, str] = {"blackwell": "gemm_efficiency_blackwell"}
 
 # Card generations with an MTBF default (`mtbf_card_hours_<generation>`), and those without a
 # published per-card figure, which fall back to the site-kind default with this reason.

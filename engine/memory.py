@@ -10,6 +10,14 @@ Sources:
   350 + 350 + 2,100 = 2,800 GB.
 - ZeRO stages partition that state over the Nd data-parallel ranks (ZeRO §5):
   stage 0: (2+2+K)Ψ, stage 1: 2Ψ+2Ψ+KΨ/Nd, stage 2: 2Ψ+(2+K)Ψ/Nd, stage 3: (2+2+K)Ψ/Nd.
+  Megatron-Core's distributed optimizer is stage 1 (its guide, "Distributed Optimizer":
+  bf16 parameters with fp32 gradients keep 6 + 12/d bytes per parameter).
+- The recipe's precisions change the 2 and the K: the gradient buffer is bf16 (2 bytes,
+  Megatron-Core's DistributedDataParallelConfig.grad_reduce_in_fp32 = False) or fp32 (4); the
+  Adam state is fp32 master weights and moments (K = 12, Megatron-Core's OptimizerConfig) or
+  bf16 moments with the bf16 weights as the master copy (K = 4: NeMo's distributed Adam with
+  optim.dtype bf16 keeps no master copy when the optimizer's dtype is the model's,
+  megatron_base_model.setup_optimization; NeMo 24.07's Nemotron-4 340B recipe does this).
 - Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
   Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit).
 
@@ -29,6 +37,11 @@ WEIGHT_BYTES_PER_PARAM = 2  # bf16/fp16 working copy of the weights
 GRADIENT_BYTES_PER_PARAM = 2  # bf16/fp16 gradients
 OPTIMIZER_BYTES_PER_PARAM = 12  # K in ZeRO: fp32 master weights + Adam momentum + variance
 
+# Bytes per parameter of the gradient buffer, by the precision gradients are reduced in.
+GRADIENT_BYTES: dict[str, float] = {"bf16": 2.0, "fp32": 4.0}
+# K by the optimizer state's precision: fp32 master weights + moments, or bf16 moments only.
+OPTIMIZER_STATE_BYTES: dict[str, float] = {"fp32": 12.0, "bf16": 4.0}
+
 # Share of a card's memory the model may use; the rest goes to the CUDA/ROCm context,
 # NCCL buffers, allocator fragmentation and temporary workspaces (typically 5-10%).
 DEFAULT_USABLE_MEMORY_SHARE = 0.90
@@ -45,11 +58,17 @@ ACTIVATION_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 
 
 def training_state_bytes(
-    params: ArrayLike, zero_stage: ArrayLike = 0, dp_degree: ArrayLike = 1
+    params: ArrayLike,
+    zero_stage: ArrayLike = 0,
+    dp_degree: ArrayLike = 1,
+    *,
+    gradient_bytes: float = GRADIENT_BYTES_PER_PARAM,
+    optimizer_bytes: float = OPTIMIZER_BYTES_PER_PARAM,
 ) -> NDArray[np.float64]:
     """Model-state bytes held by ONE data-parallel rank for `params` parameters (ZeRO §5).
 
-    With zero_stage 0 (or dp_degree 1) this is the whole training state, 16 bytes/param.
+    With zero_stage 0 (or dp_degree 1) this is the whole training state, 16 bytes/param with
+    the default bf16 gradients and fp32 Adam state (`state_bytes_of` gives the others).
     """
     psi = np.asarray(params, dtype=np.float64)
     stage = np.asarray(zero_stage, dtype=np.int64)
@@ -59,21 +78,39 @@ def training_state_bytes(
     if np.any(nd < 1):
         raise ValueError("dp_degree must be >= 1")
     weights = WEIGHT_BYTES_PER_PARAM * psi / np.where(stage >= 3, nd, 1.0)
-    grads = GRADIENT_BYTES_PER_PARAM * psi / np.where(stage >= 2, nd, 1.0)
-    optimizer = OPTIMIZER_BYTES_PER_PARAM * psi / np.where(stage >= 1, nd, 1.0)
+    grads = gradient_bytes * psi / np.where(stage >= 2, nd, 1.0)
+    optimizer = optimizer_bytes * psi / np.where(stage >= 1, nd, 1.0)
     return weights + grads + optimizer
+
+
+def state_bytes_of(gradients: str = "bf16", optimizer_state: str = "fp32") -> dict[str, float]:
+    """Keyword arguments of training_state_bytes for the recipe's gradient and optimizer-state
+    precisions (GRADIENT_BYTES, OPTIMIZER_STATE_BYTES)."""
+    if gradients not in GRADIENT_BYTES:
+        raise ValueError(f"gradients must be one of {', '.join(GRADIENT_BYTES)}")
+    if optimizer_state not in OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"optimizer_state must be one of {', '.join(OPTIMIZER_STATE_BYTES)}")
+    return {
+        "gradient_bytes": GRADIENT_BYTES[gradients],
+        "optimizer_bytes": OPTIMIZER_STATE_BYTES[optimizer_state],
+    }
 
 
 def min_cards_for_state(
     params: ArrayLike,
     card_memory_gb: ArrayLike,
     usable_share: ArrayLike = DEFAULT_USABLE_MEMORY_SHARE,
+    *,
+    gradient_bytes: float = GRADIENT_BYTES_PER_PARAM,
+    optimizer_bytes: float = OPTIMIZER_BYTES_PER_PARAM,
 ) -> NDArray[np.int64]:
     """Fewest cards that can hold the full training state (fully sharded), activations aside."""
     usable_bytes = (
         np.asarray(card_memory_gb, dtype=np.float64) * BYTES_PER_GB * np.asarray(usable_share)
     )
-    state = training_state_bytes(params)
+    state = training_state_bytes(
+        params, gradient_bytes=gradient_bytes, optimizer_bytes=optimizer_bytes
+    )
     # Tiny epsilon so that 2,800 GB / 80 GB stays 35, not 36 from float noise.
     cards: NDArray[np.int64] = np.ceil(state / usable_bytes - 1e-9).astype(np.int64)
     return cards
@@ -352,13 +389,26 @@ def activation_bytes_per_card(
 
 
 def model_state_bytes_per_card(
-    params: ArrayLike, tp: ArrayLike, pp: ArrayLike, dp: ArrayLike, zero_stage: ArrayLike
+    params: ArrayLike,
+    tp: ArrayLike,
+    pp: ArrayLike,
+    dp: ArrayLike,
+    zero_stage: ArrayLike,
+    *,
+    gradient_bytes: float = GRADIENT_BYTES_PER_PARAM,
+    optimizer_bytes: float = OPTIMIZER_BYTES_PER_PARAM,
 ) -> NDArray[np.float64]:
     """Training-state bytes per card: TP × PP split the parameters, ZeRO shards over DP."""
     params_per_model_shard = np.asarray(params, dtype=np.float64) / (
         np.asarray(tp, dtype=np.float64) * np.asarray(pp, dtype=np.float64)
     )
-    return training_state_bytes(params_per_model_shard, zero_stage, dp)
+    return training_state_bytes(
+        params_per_model_shard,
+        zero_stage,
+        dp,
+        gradient_bytes=gradient_bytes,
+        optimizer_bytes=optimizer_bytes,
+    )
 
 
 def usable_card_bytes(

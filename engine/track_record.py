@@ -204,7 +204,7 @@ def shape_of(model: Mapping[str, Any]) -> ModelShape:
 def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
     """The planner's workload: shape, sequence, batch, precision (fp16 has the bf16 peak) and
     what the run states of its recipe (micro-batch, recomputation, software stack, the layers
-    an fp4 run keeps in bf16)."""
+    an fp4 run keeps in bf16, the gradients' and the optimizer state's precisions)."""
     model = run["model"]
     training = run.get("training") or {}
     micro_batch = training.get("micro_batch")
@@ -221,6 +221,8 @@ def workload_of(run: Mapping[str, Any]) -> TrainingWorkload:
         recompute=training.get("recompute"),
         software_stack=str(training.get("software_stack", "megatron")),
         shape=shape_of(model),
+        gradient_precision=str(training.get("gradient_precision", "bf16")),
+        optimizer_state_precision=str(training.get("optimizer_state_precision", "fp32")),
     )
 
 
@@ -291,7 +293,7 @@ def compute_track_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Tra
 
 def compute_fp4_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Fp4Record:
     """Every published FP4 training run through today's planner, and the summary by role
-    (apart from the dense summary, whose band is fitted on Ampere and Hopper runs)."""
+    (apart from the dense summary, whose band is fitted on the dense calibration runs)."""
     rows = [model_run(run) for run in (load_fp4_runs() if runs is None else runs)]
     summary = {
         group: summarize([row for row in rows if group == "all" or row["role"] == group])

@@ -48,13 +48,14 @@ PEAK_COLUMNS: Mapping[str, str] = {
 FP4_PEAK_COLUMN = PEAK_COLUMNS["fp4"]
 
 # Achieved share of the FP4 peak in a training GEMM, relative to the bf16 GEMM efficiency,
-# its quantisation aside: fitted (0.61 puts the run within 0.1 %) on the one calibration run,
+# its quantisation aside: fitted (0.57 puts the run within 0.1 %) on the one calibration run,
 # nvfp4-bridge2604-llama3-70b-gb200-64 (Megatron-Bridge 26.04.01, Llama 3 70B on 64 GB200 at
-# NVFP4: 4,864 tokens/s per GPU). Below the FP8 ratio (0.89), as 4-bit tensor cores are harder
+# NVFP4: 4,864 tokens/s per GPU), over Blackwell's own GEMM efficiency (gemm_efficiency_blackwell,
+# docs/decisions/0017). Below the FP8 ratio (0.89), as 4-bit tensor cores are harder
 # to feed; NVIDIA's cuBLAS 12.9 notes (developer.nvidia.com/blog/boosting-matrix-
 # multiplication-speed-and-flexibility-with-nvidia-cublas-12-9) give block-scaled FP4 GEMMs up
 # to 2.3× the FP8 ones on Blackwell, i.e. at most ≈ 1.02 on this scale.
-FP4_GEMM_EFFICIENCY_RATIO = 0.61
+FP4_GEMM_EFFICIENCY_RATIO = 0.57
 # Share of the linear layers the NVFP4 recipe keeps in bf16 (arXiv 2509.25149 §4: ~16 %).
 FP4_BF16_LAYER_SHARE = 0.16
 # Bytes per stored FP4 value with its block scale: NVFP4 4 bits + an 8-bit scale per 16

@@ -210,7 +210,10 @@ def cards_for_deadline(
     lo = np.where(alone, 0.0, np.ceil(_ideal_cards(workload, frame, 2.0) * (1 - 1e-9) / g) - 1)
     known_infeasible = lo.copy()
     memory_floor = min_cards_for_state(
-        workload.params, frame["memory_gb"].to_numpy(np.float64), workload.usable_memory_share
+        workload.params,
+        frame["memory_gb"].to_numpy(np.float64),
+        workload.usable_memory_share,
+        **workload.state_bytes,
     )
     hi = np.maximum(lo + 1, np.ceil(memory_floor / g))
     max_units = np.floor(max_cards / g)

@@ -14,6 +14,7 @@ from engine.capacity.workload import FACTORS, PlannerInputError, TrainingWorkloa
 from engine.defaults import (
     COOLING_TYPES,
     FABRICS,
+    GENERATION_GEMM_KEYS,
     INTERVAL_RULES,
     VENDOR_KEYS,
     default_value,
@@ -64,18 +65,21 @@ def _seam_card_rates(
     vendor: NDArray[np.object_], cooling_type: NDArray[np.object_], frame: pd.DataFrame
 ) -> dict[str, NDArray[np.float64]]:
     """What the per-card model needs of each card (engine.steptime.CardRates): its vendor's
-    GEMM efficiency, the cooling's performance factor and the HBM bandwidth (entered, else the
-    table's bytes per FLOP of an H100)."""
+    GEMM efficiency (its generation's where the table has one: GENERATION_GEMM_KEYS), the
+    cooling's performance factor and the HBM bandwidth (entered, else the table's bytes per
+    FLOP of an H100)."""
     vendor_keys = np.array(VENDOR_KEYS, dtype=object)[vendor_codes(np.asarray(vendor, str))]
+    gemm = np.array([table_default(f"gemm_efficiency_{v}") for v in vendor_keys], dtype=float)
+    generation = card_generation(frame["accelerator"].fillna("").to_numpy(dtype=object))
+    for name, key in GENERATION_GEMM_KEYS.items():
+        gemm = np.where(generation == name, table_default(key), gemm)
     hbm_fallback = (
         frame["dense_bf16_tflops"].to_numpy(np.float64)
         / 1e3
         * table_default("hbm_tbs_per_bf16_pflops")
     )
     return {
-        "gemm_efficiency": np.array(
-            [table_default(f"gemm_efficiency_{v}") for v in vendor_keys], dtype=float
-        ),
+        "gemm_efficiency": gemm,
         "cooling_performance": _seam_cooling_mfu_factor(cooling_type),
         "memory_bandwidth_tbs": frame["memory_bandwidth_tbs"]
         .fillna(pd.Series(hbm_fallback, index=frame.index))

@@ -53,7 +53,10 @@ def plan_capacity(
     frame = prepare_options(options, workload)
     frame["max_cards"] = max_cards
     frame["min_cards_memory"] = min_cards_for_state(
-        workload.params, frame["memory_gb"].to_numpy(np.float64), workload.usable_memory_share
+        workload.params,
+        frame["memory_gb"].to_numpy(np.float64),
+        workload.usable_memory_share,
+        **workload.state_bytes,
     )
     deadline_rows = frame["cards"].isna().to_numpy() & frame["peak_tflops"].notna().to_numpy()
     if deadline_rows.any():
@@ -66,7 +69,7 @@ def plan_capacity(
         if column not in ("days", "running_days", "mfu"):  # compute_outcomes recomputes these
             frame[column] = best[column]
     frame["mfu"] = best["mfu"].fillna(frame["mfu"])  # the chosen split's per-card MFU
-    frame["state_bytes"] = training_state_bytes(workload.params)
+    frame["state_bytes"] = training_state_bytes(workload.params, **workload.state_bytes)
     out = compute_outcomes(frame, workload.flops)
     out = out.join(days_band(out))
     out["reason"] = infeasible_reasons(workload, frame, best)

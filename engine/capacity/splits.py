@@ -218,11 +218,17 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
     )
     moe = workload.moe_training
     zero = workload.zero_stage
+    # Bytes per parameter of the gradient buffer and the Adam state, by the recipe's precisions.
+    per_param = workload.state_bytes
     if moe is None:
-        state = model_state_bytes_per_card(workload.params, tp, pp, dp * cp, zero)
+        state = model_state_bytes_per_card(workload.params, tp, pp, dp * cp, zero, **per_param)
     else:
-        state = model_state_bytes_per_card(moe.replicated_params, tp, pp, dp * cp, zero)
-        state += model_state_bytes_per_card(moe.routed_params, tp * ep, pp, dp * cp / ep, zero)
+        state = model_state_bytes_per_card(
+            moe.replicated_params, tp, pp, dp * cp, zero, **per_param
+        )
+        state += model_state_bytes_per_card(
+            moe.routed_params, tp * ep, pp, dp * cp / ep, zero, **per_param
+        )
     if workload.precision == "fp4":  # the quantised copies of the FP4 layers' weights
         share = 1.0 - bf16_layer_share("fp4", workload.fp4_bf16_layer_share)
         fmt = frame["fp4_format"].to_numpy(dtype=object)[row]

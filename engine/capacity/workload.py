@@ -17,8 +17,11 @@ from engine.limits import (
 from engine.memory import (
     ACTIVATION_RECOMPUTE_MODES,
     DEFAULT_USABLE_MEMORY_SHARE,
+    GRADIENT_BYTES,
+    OPTIMIZER_STATE_BYTES,
     ActivationRecompute,
     ModelShape,
+    state_bytes_of,
 )
 from engine.model_catalog import CatalogModel, find_model
 from engine.moe import MoeShape, active_params, check_shape, total_params
@@ -82,6 +85,10 @@ class TrainingWorkload:
     # fp4: share of the linear layers kept in bf16; None: the NVFP4 recipe's
     # (engine.training_precision).
     fp4_bf16_layer_share: float | None = None
+    # The memory recipe (engine.memory): the gradient buffer's precision (bf16: Megatron-Core's
+    # default; fp32) and the Adam state's (fp32 master weights and moments; bf16 moments only).
+    gradient_precision: str = "bf16"
+    optimizer_state_precision: str = "fp32"
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -115,6 +122,12 @@ class TrainingWorkload:
             errors["recompute"] = f"must be one of {ACTIVATION_RECOMPUTE_MODES}"
         if not 0 < self.usable_memory_share <= 1:
             errors["usable_memory_share"] = "must be in (0, 1]"
+        if self.gradient_precision not in GRADIENT_BYTES:
+            errors["gradient_precision"] = f"must be one of {', '.join(GRADIENT_BYTES)}"
+        if self.optimizer_state_precision not in OPTIMIZER_STATE_BYTES:
+            errors["optimizer_state_precision"] = (
+                f"must be one of {', '.join(OPTIMIZER_STATE_BYTES)}"
+            )
         if not 1 <= self.moe_capacity_factor <= 4:
             errors["moe_capacity_factor"] = "must be in [1, 4]"
         if not 0 <= self.moe_a2a_overlap <= 1:
@@ -246,6 +259,11 @@ class TrainingWorkload:
         if self.recompute is not None:
             return self.recompute
         return "full" if self.flops_per_param_token == 8 else "selective"
+
+    @property
+    def state_bytes(self) -> dict[str, float]:
+        """Bytes per parameter of the gradients and the Adam state (engine.memory keywords)."""
+        return state_bytes_of(self.gradient_precision, self.optimizer_state_precision)
 
 
 def is_positive(value: Any) -> bool:

@@ -153,9 +153,15 @@ def test_the_catalog_has_fp4_cards_to_check():
 @pytest.mark.parametrize("card", FP4_CARDS, ids=lambda c: c["accelerator"])
 @pytest.mark.parametrize(("shape", "cards"), [(LLAMA3_8B, 8), (LLAMA3_70B, 64)])
 def test_fp4_is_never_slower_than_fp8_where_its_peak_is_at_least_fp8s(card, shape, cards):
-    fp8, fp4 = _plan(card, shape, cards, "fp8"), _plan(card, shape, cards, "fp4")
+    # With Megatron-Bridge's recipe (no layer in bf16) FP4 is never slower; with the paper's
+    # 16 % of the layers in bf16 a card whose FP4 peak is only twice FP8's gains little on a
+    # small model (quantisation traffic): at most 3 % slower (docs/capacity-planning.md).
+    fp8 = _plan(card, shape, cards, "fp8")
+    fp4 = _plan(card, shape, cards, "fp4", fp4_bf16_layer_share=0.0)
+    recipe = _plan(card, shape, cards, "fp4")
     assert fp8["feasible"] and fp4["feasible"], (fp8["reason"], fp4["reason"])
     assert fp4["days"] <= fp8["days"]
+    assert recipe["days"] <= 1.03 * fp8["days"]
     assert fp4["peak_tflops"] == card["dense_fp4_tflops"]
 
 

@@ -47,7 +47,10 @@ def _estimate(api, **extra) -> dict:
 
 
 def test_fp4_on_a_card_with_an_fp4_peak_is_faster_than_fp8(api):
-    fp8, fp4 = _estimate(api, precision="fp8"), _estimate(api, precision="fp4")
+    # Megatron-Bridge's recipe keeps no layer in bf16; with the paper's 16 % an FP4 peak only
+    # twice FP8's gains little on an 8B model (docs/capacity-planning.md, "FP4 training").
+    fp8 = _estimate(api, precision="fp8")
+    fp4 = _estimate(api, precision="fp4", fp4_bf16_layer_share=0.0)
     assert fp4["feasible"] and fp8["feasible"], (fp4["reason"], fp8["reason"])
     assert fp4["days"] <= fp8["days"]
     # Every layer in bf16 loses the FP4 GEMMs: slower than the recipe's share.
