@@ -41,6 +41,8 @@ OPTIMIZER_BYTES_PER_PARAM = 12  # K in ZeRO: fp32 master weights + Adam momentum
 GRADIENT_BYTES: dict[str, float] = {"bf16": 2.0, "fp32": 4.0}
 # K by the optimizer state's precision: fp32 master weights + moments, or bf16 moments only.
 OPTIMIZER_STATE_BYTES: dict[str, float] = {"fp32": 12.0, "bf16": 4.0}
+# The precisions either may be kept in (one choice list for the API's two fields).
+STATE_PRECISIONS: tuple[str, ...] = ("bf16", "fp32")
 
 # Share of a card's memory the model may use; the rest goes to the CUDA/ROCm context,
 # NCCL buffers, allocator fragmentation and temporary workspaces (typically 5-10%).

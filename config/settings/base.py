@@ -408,6 +408,7 @@ SPECTACULAR_SETTINGS = {
         "ReportStatusEnum": "reports.models.ReportStatus",
         "UsageImportKindEnum": "accounting.models.ImportKind",
         "TelemetryFetchKindEnum": "telemetry.models.FetchKind",
+        "StatePrecisionEnum": "engine.memory.STATE_PRECISIONS",
     },
 }
 

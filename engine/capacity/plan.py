@@ -129,6 +129,8 @@ _WORKLOAD_FIELDS = (
     "flops_per_param_token",
     "precision",
     "fp4_bf16_layer_share",
+    "gradient_precision",
+    "optimizer_state_precision",
     "zero_stage",
     *(f"{degree}_degree" for degree in DEGREE_FIELDS),
     "micro_batch",

@@ -282,6 +282,8 @@ _SPEC_FIELDS: dict[str, tuple[str, Any]] = {
     "flops_per_param_token": ("flops_per_param_token", int),
     "precision": ("precision", None),
     "fp4_bf16_layer_share": ("fp4_bf16_layer_share", float),
+    "gradient_precision": ("gradient_precision", str),
+    "optimizer_state_precision": ("optimizer_state_precision", str),
     "seq_len": ("seq_len", int),
     "global_batch_sequences": ("global_batch_sequences", int),
     "global_batch_tokens": ("global_batch_tokens", None),

@@ -19,7 +19,12 @@ from engine.memory import ACTIVATION_RECOMPUTE_MODES
 from engine.reliability import RELIABILITY_PRESETS
 from engine.training_precision import TRAINING_PRECISIONS
 from inventory.models import CoolingType
-from planner.api.shape_serializers import TrainingModelSerializer, fp4_bf16_layer_share_field
+from planner.api.shape_serializers import (
+    TrainingModelSerializer,
+    fp4_bf16_layer_share_field,
+    gradient_precision_field,
+    optimizer_state_precision_field,
+)
 from planner.models import Plan
 from planner.plans import MAX_COMPARED_PLANS, can_edit, stale_rate_reasons
 
@@ -67,6 +72,8 @@ class WorkloadSerializer(TrainingModelSerializer):
     )
     precision = serializers.ChoiceField(choices=list(TRAINING_PRECISIONS), default="bf16")
     fp4_bf16_layer_share = fp4_bf16_layer_share_field()
+    gradient_precision = gradient_precision_field()
+    optimizer_state_precision = optimizer_state_precision_field()
     seq_len = bounded_int("seq_len", default=2048)
     global_batch_sequences = bounded_int("global_batch_sequences", default=1536)
     global_batch_tokens = bounded_float(

@@ -25,7 +25,7 @@ from rest_framework import serializers
 
 from core.bounds import bounded_float, bounded_int
 from core.strict import StrictFieldsMixin
-from engine.memory import MLP_KINDS
+from engine.memory import MLP_KINDS, STATE_PRECISIONS
 from engine.moe import ATTENTION_KINDS
 from planner.plans import workload_errors
 
@@ -129,4 +129,24 @@ def fp4_bf16_layer_share_field() -> serializers.FloatField:
         allow_null=True,
         help_text="fp4 only: share of the linear layers kept in bf16; default: the NVFP4 "
         "recipe's 0.16 (arXiv 2509.25149).",
+    )
+
+
+def gradient_precision_field() -> serializers.ChoiceField:
+    """The precision gradients are kept and reduced in (the training APIs)."""
+    return serializers.ChoiceField(
+        choices=list(STATE_PRECISIONS),
+        default="bf16",
+        help_text="bf16 (Megatron-Core's default, 2 bytes a parameter) or fp32 (4 bytes: "
+        "grad_reduce_in_fp32).",
+    )
+
+
+def optimizer_state_precision_field() -> serializers.ChoiceField:
+    """The precision of the optimizer's master weights and moments (the training APIs)."""
+    return serializers.ChoiceField(
+        choices=list(STATE_PRECISIONS),
+        default="fp32",
+        help_text="fp32 (master weights and Adam moments, 12 bytes a parameter, sharded by the "
+        "distributed optimizer) or bf16 (4 bytes; NeMo recipes with optim.dtype bf16).",
     )

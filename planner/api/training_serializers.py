@@ -22,7 +22,12 @@ from planner.api.plan_serializers import (
     number_schema,
     share_float,
 )
-from planner.api.shape_serializers import TrainingModelSerializer, fp4_bf16_layer_share_field
+from planner.api.shape_serializers import (
+    TrainingModelSerializer,
+    fp4_bf16_layer_share_field,
+    gradient_precision_field,
+    optimizer_state_precision_field,
+)
 
 _SHARE_ABOVE_ZERO = {**number_schema("share"), "minimum": 0, "exclusiveMinimum": True}
 
@@ -65,6 +70,8 @@ class TrainingEstimateInputSerializer(TrainingModelSerializer):
         "with the NVFP4 recipe's bf16 layers and quantisation (docs/capacity-planning.md).",
     )
     fp4_bf16_layer_share = fp4_bf16_layer_share_field()
+    gradient_precision = gradient_precision_field()
+    optimizer_state_precision = optimizer_state_precision_field()
     accelerator = AcceleratorField(
         queryset=AcceleratorModel.objects.all(), help_text="Catalog name or id."
     )
