@@ -28,21 +28,20 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pandas as pd
 
 from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
 from engine.capacity.workload import workload_from_spec
 from engine.track_record_rows import (
-    BAND_MEANING,
     ERROR_DECIMALS,
+    RecordPart,
     TrackRecordRow,
-    TrackRecordStats,
     base_row,
     option_of,
+    record_part,
     significant,
-    summarize,
 )
 
 RUNS_PATH = Path(__file__).resolve().parent / "data" / "published_training_runs.json"
@@ -75,15 +74,7 @@ MOE_ERROR_MEANING = (
 )
 
 
-class MoeRecord(TypedDict):
-    """The track record's mixture-of-experts part: rows and the summary by role."""
-
-    runs_file: str
-    section: str
-    error: str
-    band: str
-    rows: list[TrackRecordRow]
-    summary: dict[str, TrackRecordStats]
+MoeRecord = RecordPart  # the track record's mixture-of-experts part
 
 
 def load_moe_runs(path: Path = RUNS_PATH) -> list[dict[str, Any]]:
@@ -226,15 +217,4 @@ def moe_track_record_row(run: Mapping[str, Any]) -> TrackRecordRow:
 def compute_moe_record(runs: Sequence[Mapping[str, Any]] | None = None) -> MoeRecord:
     """Every published MoE run through today's planner, and the summary by role."""
     rows = [moe_track_record_row(run) for run in (load_moe_runs() if runs is None else runs)]
-    summary = {
-        group: summarize([row for row in rows if group == "all" or row["role"] == group])
-        for group in MOE_SUMMARY_GROUPS
-    }
-    return {
-        "runs_file": "engine/data/published_training_runs.json",
-        "section": "moe_runs",
-        "error": MOE_ERROR_MEANING,
-        "band": BAND_MEANING,
-        "rows": rows,
-        "summary": summary,
-    }
+    return record_part(rows, MOE_SUMMARY_GROUPS, "moe_runs", MOE_ERROR_MEANING)

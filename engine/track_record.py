@@ -41,10 +41,12 @@ from engine.moe_runs import MoeRecord, compute_moe_record
 from engine.track_record_rows import (
     BAND_MEANING,
     ERROR_DECIMALS,
+    RecordPart,
     TrackRecordRow,
     TrackRecordStats,
     base_row,
     option_of,
+    record_part,
     significant,
     summarize,
 )
@@ -76,15 +78,7 @@ ERROR_MEANING = (
 )
 
 
-class Fp4Record(TypedDict):
-    """The track record's FP4 training part: rows and the summary by role."""
-
-    runs_file: str
-    section: str
-    error: str
-    band: str
-    rows: list[TrackRecordRow]
-    summary: dict[str, TrackRecordStats]
+Fp4Record = RecordPart  # the track record's FP4 training part
 
 
 class TrackRecord(TypedDict):
@@ -295,18 +289,7 @@ def compute_fp4_record(runs: Sequence[Mapping[str, Any]] | None = None) -> Fp4Re
     """Every published FP4 training run through today's planner, and the summary by role
     (apart from the dense summary, whose band is fitted on the dense calibration runs)."""
     rows = [model_run(run) for run in (load_fp4_runs() if runs is None else runs)]
-    summary = {
-        group: summarize([row for row in rows if group == "all" or row["role"] == group])
-        for group in FP4_SUMMARY_GROUPS
-    }
-    return {
-        "runs_file": "engine/data/published_training_runs.json",
-        "section": "fp4_runs",
-        "error": ERROR_MEANING,
-        "band": BAND_MEANING,
-        "rows": rows,
-        "summary": summary,
-    }
+    return record_part(rows, FP4_SUMMARY_GROUPS, "fp4_runs", ERROR_MEANING)
 
 
 # --------------------------------------------------------------------------------------------

@@ -148,3 +148,32 @@ def summarize(rows: Sequence[TrackRecordRow]) -> TrackRecordStats:
             rounded(statistics.median(half_widths)) if half_widths else None
         ),
     }
+
+
+class RecordPart(TypedDict):
+    """A part of the track record apart from the dense runs (the mixture-of-experts runs, the
+    FP4 runs): its rows and the summary by role."""
+
+    runs_file: str
+    section: str
+    error: str
+    band: str
+    rows: list[TrackRecordRow]
+    summary: dict[str, TrackRecordStats]
+
+
+def record_part(
+    rows: list[TrackRecordRow], groups: Sequence[str], section: str, error: str
+) -> RecordPart:
+    """The part's rows with their summary for each group ("all" or a role)."""
+    return {
+        "runs_file": "engine/data/published_training_runs.json",
+        "section": section,
+        "error": error,
+        "band": BAND_MEANING,
+        "rows": rows,
+        "summary": {
+            group: summarize([row for row in rows if group == "all" or row["role"] == group])
+            for group in groups
+        },
+    }
