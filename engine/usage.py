@@ -394,14 +394,19 @@ def measured_mfu(
 ) -> pd.DataFrame:
     """Measured MFU and GPU utilization per group from job records.
 
-    Per job: the entered ``mfu`` if given, else ``k · N · tokens_per_s / (cards · peak)``.
+    Per job: the entered ``mfu`` if given, else ``k · N · tokens_per_s / (cards · peak)``,
+    where ``N`` is the optional ``model_active_params`` column (a mixture of experts multiplies
+    each token through its active parameters only), NaN or absent → ``model_params``.
     Aggregated card-hour-weighted by peak FLOPs over the jobs that carry a measurement.
     Returns ``by`` columns, ``mfu``, ``gpu_utilization``, ``measured_card_hours`` (float64).
     """
     peak = usage["accelerator_model"].map(dict(peak_tflops_by_model)).astype("float64")
+    params = usage["model_params"].astype("float64")
+    if "model_active_params" in usage:
+        params = usage["model_active_params"].astype("float64").fillna(params)
     from_throughput = pd.Series(
         mfu_from_throughput(
-            usage["model_params"],
+            params,
             usage["tokens_per_s"],
             usage["cards"],
             peak,

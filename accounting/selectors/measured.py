@@ -18,7 +18,8 @@ from accounting.selectors.frames import (
 from engine.coverage import clip_inventory, coverage_of
 from engine.usage import bucket_edges, measured_mfu
 from engine.usage import measured_utilization as engine_measured_utilization
-from inventory.models import AcceleratorModel
+from inventory.models import AcceleratorModel, Pool
+from inventory.pool_models import PARAMS_TOLERANCE, model_counts
 
 
 def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataFrame:
@@ -37,9 +38,40 @@ def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataF
     ).values_list("name", "dense_bf16_tflops"):
         peaks[name] = value
     known = known.assign(pool=known["pool"].astype("int64"))
+    known = with_active_params(known)
     mfu = measured_mfu(known, peaks, by=("pool", "accelerator_model"))
     valid = (mfu["measured_card_hours"] > 0) & (mfu["mfu"] > 0) & (mfu["mfu"] <= 1)
     return mfu.loc[valid, ["pool", "accelerator_model", "mfu"]]
+
+
+def with_active_params(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs with ``model_active_params``: the active count of the mixture of experts their pool
+    names (inventory.pool_models), NaN elsewhere, so their throughput MFU counts active FLOPs.
+
+    Only for a job whose ``model_params`` agrees with that model's total or active count
+    (within PARAMS_TOLERANCE); any other count is another model run on the pool, which keeps
+    its own N. Dense-named and unnamed pools: NaN, i.e. ``model_params`` as before.
+    """
+    names = dict(
+        Pool.objects.filter(pk__in=jobs["pool"].unique().tolist())
+        .exclude(model_name="")
+        .values_list("pk", "model_name")
+    )
+    counts = {name: model_counts(name) for name in set(names.values())}
+    moe = {
+        pk: count
+        for pk, name in names.items()
+        if (count := counts[name]) is not None and count.is_moe
+    }
+    total = jobs["pool"].map({pk: count.total for pk, count in moe.items()}).astype("float64")
+    active = jobs["pool"].map({pk: count.active for pk, count in moe.items()}).astype("float64")
+    entered = jobs["model_params"].astype("float64")
+    # Publishers round their counts (671 B for 671.0 B; 37 B for 37.6 B): the pool's tolerance.
+    # Any other count is another model run on the pool (a 7 B fine-tune): it keeps its own N.
+    agrees = ((entered - total).abs() <= PARAMS_TOLERANCE * total) | (
+        (entered - active).abs() <= PARAMS_TOLERANCE * active
+    )
+    return jobs.assign(model_active_params=active.where(agrees))
 
 
 # The engine's pool columns that measured_pool_inputs fills from usage records.
