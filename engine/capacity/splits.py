@@ -88,7 +88,8 @@ def step_workload(workload: TrainingWorkload) -> Workload:
 def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> CardRates:
     """What each option's card achieves (per split row when `row` picks the options): the
     vendor's GEMM efficiency on the training precision's peak (FP8, FP4: × their ratio), the
-    attention kernel on the bf16 peak, HBM at its efficiency; compute rates × cooling."""
+    attention kernel on the bf16 peak (× the stack's attention_kernel_ratio), HBM at its
+    efficiency; compute rates × cooling."""
 
     def column(name: str) -> NDArray[np.float64]:
         values = frame[name].to_numpy(np.float64)
@@ -96,6 +97,9 @@ def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> Car
 
     bf16_peak = column("dense_bf16_tflops") * 1e12
     peak = column("peak_tflops") * 1e12
+    # The stack's attention kernel against the measured one (a frame built by hand has none).
+    has_ratio = "attention_kernel_ratio" in frame.columns
+    kernel_ratio = column("attention_kernel_ratio") if has_ratio else 1.0
     gemm = column("gemm_efficiency") * column("cooling_performance")
     precision = frame["precision"].to_numpy()
     precision_share = gemm_efficiency_ratio(
@@ -108,7 +112,8 @@ def card_rates(frame: pd.DataFrame, row: NDArray[np.int64] | None = None) -> Car
         attention_peak_flops_s=bf16_peak
         * column("cooling_performance")
         * column("gemm_efficiency")
-        / table_default("gemm_efficiency_nvidia"),
+        / table_default("gemm_efficiency_nvidia")
+        * kernel_ratio,
         hbm_bytes_s=column("memory_bandwidth_tbs") * 1e12 * table_default("hbm_efficiency"),
         mfu=column("mfu"),
     )
