@@ -192,3 +192,18 @@ def test_cheapest_option_is_on_the_pareto_front(params, target, tpot, prices):
         assert cheapest["cost_per_million_tokens"].iloc[0] == feasible_costs.min()
     else:
         assert cheapest.empty
+
+
+def test_a_tie_in_cost_goes_to_the_faster_option():
+    # Found by the property above: 3 H200 at 1.90 and 10 A100 at 0.57 an hour cost the same
+    # per token for the same target; the cheapest flag must go to the faster of the two.
+    rows = [
+        {**card, "rental_price_per_card_hour": price}
+        for card, price in zip((H100_SXM, A100_40GB, H200), (2.0, 0.57, 1.9), strict=True)
+    ]
+    w = InferenceWorkload(params=1e9, input_tokens=512, output_tokens=256, tokens_per_s=86413.0)
+    best = choose(evaluate_inference(cards(*rows), w))
+    cheapest = best[best["cheapest"]].iloc[0]
+    tied = best[best["cost_per_million_tokens"] == cheapest["cost_per_million_tokens"]]
+    assert len(tied) == 2  # the tie this test is about still happens
+    assert cheapest["tpot_ms"] == tied["tpot_ms"].min() and bool(cheapest["pareto"])
