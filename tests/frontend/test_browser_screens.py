@@ -53,7 +53,7 @@ def _darkness(rgb: str) -> float:
 
 
 @pytest.fixture
-def demo(browser_planner, django_capture_on_commit_callbacks):
+def demo(browser_planner, django_capture_on_commit_callbacks, jobs_run_here):
     """The demo with a year of usage, computed; its pages by name (as in test_browser_walk)."""
     return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
 

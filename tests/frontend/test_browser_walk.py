@@ -35,12 +35,12 @@ SHOWN = """() => Object.fromEntries([...document.querySelectorAll('form.filters 
 
 
 @pytest.fixture
-def demo(browser_planner, django_capture_on_commit_callbacks):
+def demo(browser_planner, django_capture_on_commit_callbacks, jobs_run_here):
     return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=True)
 
 
 @pytest.fixture
-def no_usage(browser_planner, django_capture_on_commit_callbacks):
+def no_usage(browser_planner, django_capture_on_commit_callbacks, jobs_run_here):
     return demo_pages(browser_planner, django_capture_on_commit_callbacks, usage=False)
 
 
