@@ -13,19 +13,19 @@ Examples are derandomized, so the budget is fixed (about a minute on two cores).
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+
+from tests.support.openapi import validated_schema
 
 pytestmark = pytest.mark.django_db
 # "Costs little" is this thread's CPU time (the test client runs the view here), so a busy
@@ -52,9 +52,7 @@ MULTIPART_ONLY = "/api/v1/usage-records/import/"
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    out = io.StringIO()
-    call_command("spectacular", "--format", "openapi-json", stdout=out)
-    return json.loads(out.getvalue())
+    return validated_schema()
 
 
 @pytest.fixture

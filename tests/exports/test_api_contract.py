@@ -6,13 +6,10 @@ a login too: tests/access/test_authorization_matrix.py)."""
 
 from __future__ import annotations
 
-import io
-import json
 import os
 
 import pytest
 import schemathesis
-from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +18,8 @@ from schemathesis.checks import (
     not_a_server_error,
     response_schema_conformance,
 )
+
+from tests.support.openapi import validated_schema
 
 # Examples per operation and role: the administrator explores most (it may read everything);
 # the other roles see the same code paths minus what they may not read.
@@ -52,9 +51,7 @@ def api_schema(request, fleet):
     role = request.param
     user = role_user(request, role)
 
-    out = io.StringIO()
-    call_command("spectacular", "--format", "openapi-json", stdout=out)
-    schema = schemathesis.openapi.from_dict(json.loads(out.getvalue()))
+    schema = schemathesis.openapi.from_dict(validated_schema())
     schema.app = application  # requests go through WSGI, in this process and test database
     token = issue_token(user)[1] if user is not None else None
     # As Django's test client does: a request must not close the test database connection.
