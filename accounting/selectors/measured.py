@@ -25,6 +25,7 @@ from inventory.pool_models import PARAMS_TOLERANCE, model_counts
 def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataFrame:
     """Measured MFU per (pool, card model) from jobs with an MFU or a throughput."""
     known = usage[usage["accelerator_model"].notna() & usage["pool"].notna()]
+    known = with_active_params(known.assign(pool=known["pool"].astype("int64")))
     has_measure = known["mfu"].notna() | (
         known["tokens_per_s"].notna() & known["model_params"].notna()
     )
@@ -37,41 +38,39 @@ def measured_group_mfu(usage: pd.DataFrame, inventory: pd.DataFrame) -> pd.DataF
         name__in=set(known["accelerator_model"]) - set(peaks)
     ).values_list("name", "dense_bf16_tflops"):
         peaks[name] = value
-    known = known.assign(pool=known["pool"].astype("int64"))
-    known = with_active_params(known)
     mfu = measured_mfu(known, peaks, by=("pool", "accelerator_model"))
     valid = (mfu["measured_card_hours"] > 0) & (mfu["mfu"] > 0) & (mfu["mfu"] <= 1)
     return mfu.loc[valid, ["pool", "accelerator_model", "mfu"]]
 
 
 def with_active_params(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Jobs with ``model_active_params``: the active count of the mixture of experts their pool
-    names (inventory.pool_models), NaN elsewhere, so their throughput MFU counts active FLOPs.
+    """Jobs with the parameter counts of the catalog model their pool names (inventory.
+    pool_models): ``model_active_params``, a mixture of experts' active count (NaN for a dense
+    or unnamed pool: ``model_params`` as entered), so a throughput MFU counts the FLOPs a token
+    really takes; and ``model_params`` filled with the model's total where the job gave none.
 
     Only for a job whose ``model_params`` agrees with that model's total or active count
-    (within PARAMS_TOLERANCE); any other count is another model run on the pool, which keeps
-    its own N. Dense-named and unnamed pools: NaN, i.e. ``model_params`` as before.
+    (within PARAMS_TOLERANCE), or is missing; any other count is another model run on the
+    pool, which keeps its own N.
     """
     names = dict(
         Pool.objects.filter(pk__in=jobs["pool"].unique().tolist())
         .exclude(model_name="")
         .values_list("pk", "model_name")
     )
-    counts = {name: model_counts(name) for name in set(names.values())}
-    moe = {
-        pk: count
-        for pk, name in names.items()
-        if (count := counts[name]) is not None and count.is_moe
-    }
-    total = jobs["pool"].map({pk: count.total for pk, count in moe.items()}).astype("float64")
-    active = jobs["pool"].map({pk: count.active for pk, count in moe.items()}).astype("float64")
-    entered = jobs["model_params"].astype("float64")
+    by_name = {name: model_counts(name) for name in set(names.values())}
+    named = {pk: count for pk, name in names.items() if (count := by_name[name]) is not None}
+    total = jobs["pool"].map({pk: count.total for pk, count in named.items()}).astype("float64")
+    moe = {pk: count.active for pk, count in named.items() if count.is_moe}
+    active = jobs["pool"].map(moe).astype("float64")
+    # A job that states no model size on a pool that names its model trains that model.
+    entered = jobs["model_params"].astype("float64").fillna(total)
     # Publishers round their counts (671 B for 671.0 B; 37 B for 37.6 B): the pool's tolerance.
     # Any other count is another model run on the pool (a 7 B fine-tune): it keeps its own N.
     agrees = ((entered - total).abs() <= PARAMS_TOLERANCE * total) | (
         (entered - active).abs() <= PARAMS_TOLERANCE * active
     )
-    return jobs.assign(model_active_params=active.where(agrees))
+    return jobs.assign(model_params=entered, model_active_params=active.where(agrees))
 
 
 # The engine's pool columns that measured_pool_inputs fills from usage records.

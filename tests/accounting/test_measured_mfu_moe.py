@@ -112,3 +112,43 @@ def test_the_pools_models_are_read_in_one_query(
     active = counts_of("Mixtral-8x7B").active
     assert out.iloc[:2].tolist() == pytest.approx([active, active])
     assert np.isnan(out.iloc[2:]).all()
+
+
+def job_without_model_size() -> str:
+    """A job that reports its throughput but not its model's size (model_params left blank)."""
+    return (
+        f"{HEADER}alpha,t-1,8,2024-03-01T00:00:00Z,2024-03-02T00:00:00Z,completed,h100,,"
+        f"{TOKENS_PER_S:g}\n"
+    )
+
+
+@pytest.mark.parametrize("model_name", ["DeepSeek-V3", "Llama-3-8B"])
+def test_a_job_with_no_model_size_trains_the_model_its_pool_names(
+    alpha: Cluster, import_text: Callable[..., Any], model_name: str
+) -> None:
+    name_model(alpha, model_name)
+    import_text(alpha, job_without_model_size(), kind="csv")
+    pool = analyse(alpha)["pools"][0]
+    # The active count of the mixture, the total of the dense model.
+    assert pool["mfu"] == pytest.approx(throughput_mfu(counts_of(model_name).active))
+    assert pool["mfu_provenance"] == "measured"
+
+
+def test_a_job_with_no_model_size_on_an_unnamed_pool_measures_no_mfu(
+    alpha: Cluster, import_text: Callable[..., Any]
+) -> None:
+    import_text(alpha, job_without_model_size(), kind="csv")
+    pool = analyse(alpha)["pools"][0]
+    assert pool["mfu_provenance"] != "measured"  # no size, no model: nothing to score it on
+
+
+def test_a_missing_model_size_is_filled_from_the_pools_model_only(alpha: Cluster) -> None:
+    name_model(alpha, "Mixtral-8x7B")
+    unnamed = add_h100_pool(alpha, "unnamed")
+    moe = alpha.pools.get(name="h100").pk
+    jobs = pd.DataFrame({"pool": [moe, unnamed.pk], "model_params": [np.nan, np.nan]})
+    out = with_active_params(jobs)
+    counts = counts_of("Mixtral-8x7B")
+    assert out["model_params"].iloc[0] == pytest.approx(counts.total)
+    assert out["model_active_params"].iloc[0] == pytest.approx(counts.active)
+    assert np.isnan(out["model_params"].iloc[1]) and np.isnan(out["model_active_params"].iloc[1])
