@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a plain script
 
 from engine import defaults  # noqa: E402
+from engine.inference.band import conformal_quantile  # noqa: E402
 from engine.track_record import load_runs, model_run  # noqa: E402
 
 GPU_RESULTS = sorted((ROOT / "benchmarks" / "gpu" / "results").glob("*.json"))
@@ -187,23 +188,14 @@ def traffic(rounds: int = 3) -> None:
         print(f"  {key} = {float(defaults.DEFAULTS[key].value):g}")
 
 
-def conformal_rank_bounds(values: np.ndarray, p: float) -> tuple[float, float]:
-    """Split-conformal bounds at p each side: the ⌊p·(n + 1)⌋-th smallest and the
-    ⌈(1 − p)·(n + 1)⌉-th smallest value, whose coverage of a new exchangeable run is at least
-    1 − 2p for any n (interpolating between ranks, as Weibull positions do, only expects it)."""
-    ordered = np.sort(values)
-    n = ordered.size
-    low_rank = max(math.floor(p * (n + 1)), 1)
-    high_rank = min(math.ceil((1.0 - p) * (n + 1)), n)
-    return float(ordered[low_rank - 1]), float(ordered[high_rank - 1])
-
-
 def band() -> None:
     """The 10th and 90th percentile bounds of published ÷ modeled over the calibration runs,
-    by split-conformal ranks (conformal_rank_bounds): a band that holds at least 80 % of new
-    runs whatever the residuals' distribution, with only 27 runs to go on."""
+    by split-conformal ranks, as the serving band (engine.inference.band.conformal_quantile,
+    from above and from below): a band that holds at least 80 % of new runs whatever the
+    residuals' distribution, with only 27 runs to go on."""
     logs = np.array(list(log_ratios(calibration_runs()).values()))
-    low, high = (math.exp(value) for value in conformal_rank_bounds(logs, 0.10))
+    high = math.exp(conformal_quantile(logs.tolist(), 0.10))
+    low = math.exp(-conformal_quantile((-logs).tolist(), 0.10))
     plain = np.exp(np.percentile(logs, [10, 90]))
     print(
         f"published ÷ modeled over {logs.size} calibration runs: median "

@@ -74,23 +74,21 @@ def test_a_deepseek_v3_pool_scores_its_jobs_on_the_active_parameters(
     assert pool["mfu_provenance"] == "measured"
 
 
-def test_a_dense_named_pool_is_scored_on_model_params_as_before(
-    alpha: Cluster, import_text: Callable[..., Any]
+@pytest.mark.parametrize(
+    "model_name",
+    [
+        "Llama-3-8B",  # a dense-named pool: model_params as before
+        "DeepSeek-V3",  # another model (a 7 B fine-tune) on an MoE pool keeps its own count
+    ],
+)
+def test_a_job_is_scored_on_its_own_count_unless_its_pool_names_an_moe_it_trains(
+    alpha: Cluster, import_text: Callable[..., Any], model_name: str
 ) -> None:
-    name_model(alpha, "Llama-3-8B")
+    name_model(alpha, model_name)
     import_text(alpha, one_job(7e9), kind="csv")
     pool = analyse(alpha)["pools"][0]
     assert pool["mfu"] == pytest.approx(throughput_mfu(7e9))
     assert pool["mfu_provenance"] == "measured"
-
-
-def test_another_model_on_an_moe_pool_keeps_its_own_count(
-    alpha: Cluster, import_text: Callable[..., Any]
-) -> None:
-    name_model(alpha, "DeepSeek-V3")
-    import_text(alpha, one_job(7e9), kind="csv")
-    pool = analyse(alpha)["pools"][0]
-    assert pool["mfu"] == pytest.approx(throughput_mfu(7e9))
 
 
 def test_the_pools_models_are_read_in_one_query(
