@@ -19,9 +19,10 @@ Between them, the mixture-of-experts training runs (the file's "moe_runs": DeepS
 held back) through the same planner, as their own group of the record ("moe"; engine/moe_runs.py);
 the calibration check is the subset the one MoE constant is fitted on, by the rule of
 docs/decisions/0016-moe-calibration.md. Then the FP4 (NVFP4) training runs (the file's
-"fp4_runs": one calibration run, the rest held back; engine/training_precision.py), dense runs
-through the same planner, as the record's "fp4" part. With --write-fp4 only that part is
-rewritten: the file is read again just before writing and every other part kept as it is.
+"fp4_runs": two calibration runs, one per model size, the rest held back;
+engine/training_precision.py), dense runs through the same planner, as the record's "fp4"
+part. With --write-fp4 only that part is rewritten: the file is read again just before
+writing and every other part kept as it is.
 With --write-serving only the file's "serving" part is rewritten (the training part is left
 as it is), and the serving band's factors recomputed from the calibration rows are printed:
 band.RATIO_FACTORS must hold them (engine/inference/band.py says how the band is made).

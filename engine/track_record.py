@@ -59,7 +59,7 @@ SCHEMA = 1
 Role = Literal["calibration", "held_out"]
 ROLES: tuple[Role, ...] = ("calibration", "held_out")
 SUMMARY_GROUPS: tuple[str, ...] = ("all", *ROLES)
-# The FP4 runs' roles: one calibration run by the rule each states, the rest held back.
+# The FP4 runs' roles: calibration runs by the rule each states, the rest held back.
 FP4_SUMMARY_GROUPS: tuple[str, ...] = ("all", "calibration", "held_back")
 ROLE_LABELS: Mapping[str, str] = {
     "all": "All runs",

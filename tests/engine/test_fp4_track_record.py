@@ -52,13 +52,15 @@ def test_rows_follow_the_runs_and_each_error_is_what_its_figures_say(committed):
         assert row["inside_band"] == inside, row["id"]
 
 
-def test_one_calibration_run_the_rest_held_back(committed):
+def test_two_calibration_runs_the_rest_held_back(committed):
     roles = [row["role"] for row in committed["rows"]]
-    assert roles.count("calibration") == 1 and roles.count("held_back") == len(roles) - 1
+    assert roles.count("calibration") == 2 and roles.count("held_back") == len(roles) - 2
     assert set(committed["summary"]) == set(FP4_SUMMARY_GROUPS)
-    # The calibration run is the one FP4_GEMM_EFFICIENCY_RATIO was fitted on: met within 1 %.
-    (calibration,) = (row for row in committed["rows"] if row["role"] == "calibration")
-    assert abs(calibration["error_percent"]) <= 1.0
+    # FP4_GEMM_EFFICIENCY_RATIO is fitted on both (one per model size): no one value meets
+    # both, so each is only within the planner's 20 % (issue #27).
+    for row in committed["rows"]:
+        if row["role"] == "calibration":
+            assert abs(row["error_percent"]) <= 20.0, row["id"]
 
 
 def _median(values):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from engine import training_precision
 from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism
@@ -204,33 +206,50 @@ def modeled() -> dict[str, dict]:
     return {run["id"]: model_run(run) for run in NVFP4_RUNS}
 
 
-def test_published_nvfp4_runs_one_calibrates_the_rest_are_held_back():
-    assert len(NVFP4_RUNS) >= 4
-    roles = [run["role"] for run in NVFP4_RUNS]
-    assert roles.count("calibration") == 1
-    assert roles.count("held_back") == len(roles) - 1
+def test_published_nvfp4_runs_two_calibrate_the_rest_are_held_back():
+    assert len(NVFP4_RUNS) >= 8
     for run in NVFP4_RUNS:
         assert run["precision"] == "fp4"
         assert "Megatron-Bridge" in run["source"]["citation"]
         assert run["role_rule"] == NVFP4_RUNS[0]["role_rule"]  # one rule for all of them
-    # The rule: the fewest GPUs on the first FP4 card to ship (GB200) calibrates.
-    gb200 = [run for run in NVFP4_RUNS if run["cards"]["accelerator"].startswith("GB200")]
-    (calibration,) = (run for run in NVFP4_RUNS if run["role"] == "calibration")
-    assert calibration["cards"]["count"] == min(run["cards"]["count"] for run in gb200)
-    assert calibration in gb200
+
+    # The rule: the GB200 rows of the newest release with both Llama sizes (26.04.01), one per
+    # model size, calibrate; every GB300 row and every other release is held back.
+    def calibrates(run: dict) -> bool:
+        citation = run["source"]["citation"]
+        return run["cards"]["accelerator"].startswith("GB200") and "26.04.01 NeMo" in citation
+
+    for run in NVFP4_RUNS:
+        assert run["role"] == ("calibration" if calibrates(run) else "held_back"), run["id"]
+    sizes = [run["model"]["params"] for run in NVFP4_RUNS if run["role"] == "calibration"]
+    assert len(sizes) == len(set(sizes)) == 2
 
 
-def test_the_calibration_run_is_met_and_held_back_runs_within_their_tolerance(modeled):
+def _calibration_loss(ratio: float, monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setattr(training_precision, "FP4_GEMM_EFFICIENCY_RATIO", ratio)
+    rows = [model_run(run) for run in NVFP4_RUNS if run["role"] == "calibration"]
+    return sum(math.log(row["modeled"] / row["published"]) ** 2 for row in rows)
+
+
+def test_the_ratio_is_the_calibration_runs_least_squares_fit(monkeypatch):
+    # FP4_GEMM_EFFICIENCY_RATIO minimises the calibration runs' squared log errors (0.01 grid).
+    fitted = training_precision.FP4_GEMM_EFFICIENCY_RATIO
+    best = _calibration_loss(fitted, monkeypatch)
+    for step in (-0.01, 0.01):
+        assert best <= _calibration_loss(round(fitted + step, 2), monkeypatch)
+
+
+def test_every_nvfp4_run_is_within_its_tolerance(modeled):
     for run in NVFP4_RUNS:
         row = modeled[run["id"]]
         assert row["modeled"] is not None, row["reason"]
-        if run["role"] == "calibration":
-            assert abs(row["error_percent"]) <= 1.0, row
-        else:
-            tolerance = run.get("tolerance_percent", TOLERANCE_PERCENT)
-            assert abs(row["error_percent"]) <= tolerance, row
-            if tolerance > TOLERANCE_PERCENT:
-                assert len(run["tolerance_note"]) > 80, run["id"]
+        tolerance = run.get("tolerance_percent", TOLERANCE_PERCENT)
+        assert abs(row["error_percent"]) <= tolerance, row
+        if tolerance > TOLERANCE_PERCENT:
+            assert len(run["tolerance_note"]) > 80, run["id"]
+    # Issue #27: no NVFP4 run of the 26.04.01 release (the calibration one) misses by over 20 %.
+    latest = [run for run in NVFP4_RUNS if "26.04.01 NeMo" in run["source"]["citation"]]
+    assert all(abs(modeled[run["id"]]["error_percent"]) <= 20.0 for run in latest)
 
 
 def test_the_docs_report_each_held_back_nvfp4_error(modeled):
