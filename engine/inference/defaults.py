@@ -71,6 +71,27 @@ INFERENCE_DEFAULTS: dict[str, ServingDefault] = {
 }
 
 
+# Kept out of INFERENCE_DEFAULTS (the estimate's settings): a fitted constant of the step model.
+HIDDEN_STATE_TRAFFIC = ServingDefault(
+    48.0,
+    "bytes per hidden unit, decoded token and MoE layer",
+    "Memory traffic of a decoded token's whole hidden state around an MoE layer's experts, "
+    "on every card: tensor parallelism splits the weights, the KV heads and the FLOPs, but "
+    "every card routes every token (TensorRT-LLM's MoE plugin: router and top-k, the "
+    "permutation into k rows, k 16-bit partial outputs of the full width, since tensor "
+    "parallelism splits the down projection's inner dimension, and the un-permutation that "
+    "scales and sums them), besides the norms, residual adds, activation quantisation and "
+    "the all-reduce's staging copies; gathers of permuted rows reach a fraction of the "
+    "bandwidth. Small beside the weight and KV streams at tp = 1; at tp = 8 with 2,048 "
+    "sequences about a fifth of the step. Fitted on the MoE calibration rows of "
+    "engine/data/published_serving_runs.json alone (TensorRT-LLM 0.17 and 1.0 maximum load, "
+    "the DeepSeek-R1 blog's H200 run: least squares of ln(modeled / published), 1-byte "
+    "grid, flat from 44 to 54); the MoE held-out rows only check it. Charged per decoded "
+    "sequence, in the step's memory stream: charging the folded prompt tokens too fits the "
+    "same rows worse. Dense models have the same traffic but constants fitted without it, "
+    "so it is not charged to them (docs/inference.md, section 3a).",
+)
+
 # Kept out of INFERENCE_DEFAULTS (the estimate's settings): only analyses' availability uses it.
 SERVING_REPAIR = ServingDefault(
     float(default_value("restart_h")),

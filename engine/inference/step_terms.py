@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from engine.inference import engines, moe_serving, roofline
+from engine.inference.defaults import HIDDEN_STATE_TRAFFIC
 from engine.inference.precision import WEIGHT_FORMATS
 from engine.inference.workload import InferenceWorkload
 
@@ -97,7 +98,8 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         routed_prefill_flop_s=routed_flops * prompt_ranks(w, tp) / flops,
         experts=np.full(n, float(w.moe.experts if w.moe is not None else 1)),
         experts_per_token=np.full(n, experts_per_token(w)),
-        kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency),
+        kv_s_per_sequence=kv_read / (bandwidth * preset.kv_read_efficiency)
+        + hidden_state_bytes(w) / bandwidth,
         kv_floor_s=roofline.attention_floor_seconds(
             kv_read, kv_heads_per_card, context, split, engines.SHARED.attention_unit_gbs
         ),
@@ -116,6 +118,16 @@ def step_terms(frame: pd.DataFrame, w: InferenceWorkload) -> roofline.StepTerms:
         dp_ranks=prompt_ranks(w, tp),
         prompt_length=np.full(n, float(w.input_tokens)),
     )
+
+
+def hidden_state_bytes(w: InferenceWorkload) -> float:
+    """Bytes a decoded token's hidden state costs every card in a step, around an MoE's
+    routed experts (routing, permutation, the top-k partial outputs, un-permutation): the
+    replica's parallelism does not split it (defaults.HIDDEN_STATE_TRAFFIC); 0 for a dense
+    model, or a one-expert shape, whose constants were fitted without it."""
+    if w.moe is None or not w.moe.is_moe:
+        return 0.0
+    return HIDDEN_STATE_TRAFFIC.value * w.moe.hidden_size * w.moe.moe_layer_count
 
 
 def streamed_params(w: InferenceWorkload) -> tuple[float, float]:

@@ -209,13 +209,13 @@ def test_the_moe_rows_are_modeled_and_summarized_apart(record):
 @pytest.mark.parametrize(
     ("role", "median", "worst", "worst_run", "inside", "modeled"),
     [
-        # The MoE model as it is today (engine/data/track_record.json, "serving"): Mixtral at
-        # TP 2-8 with long outputs is optimistic by up to 31 %, Qwen3-235B at 128 in / 2,048
-        # out on H200 pessimistic by 25 %; DeepSeek-R1 at its published concurrency (attention
-        # data parallel waiting for the busiest card's prompts) within 20 %: the MoE rows do
-        # not meet the dense targets yet.
-        ("calibration", 8.1, 29.8, "trtllm017-mixtral-8x7b-h100-tp8-128-2048", 21, 28),
-        ("held_out", 17.4, 31.0, "trtllm017-mixtral-8x22b-h100-tp8-128-2048", 8, 15),
+        # The MoE model as it is today (engine/data/track_record.json, "serving"): with the
+        # hidden-state traffic every card pays around the experts (defaults.py), Mixtral at
+        # TP 2-8 with long outputs is within 20 % but one row (+22 % on 2 H200, 1,000 / 1,000),
+        # Qwen3-235B at 128 in / 2,048 out on H200 pessimistic by 34 %; DeepSeek-R1 at its
+        # published concurrency within 20 %: the held-out rows do not meet the dense targets.
+        ("calibration", 6.0, -34.4, "trtllm10-qwen3-235b-a22b-h200-tp8-128-2048", 27, 28),
+        ("held_out", 13.4, 22.2, "trtllm017-mixtral-8x7b-h200-tp2-1000-1000", 12, 15),
     ],
 )
 def test_the_moe_groups_error_as_it_is_today(
