@@ -193,7 +193,13 @@ class CapacityModel:
                 load.input_tokens + load.output_tokens / 2.0
             )
             weights = weight_bytes_per_card(option, params, load.weight_precision)
-            per_token = serving.bytes_per_token(weights, option["tp"], option["batch"], kv_read)
+            per_token = serving.bytes_per_token(
+                weights,
+                option["tp"],
+                option["batch"],
+                kv_read,
+                option["hidden_state_bytes_per_sequence"],
+            )
             served = float(option["capacity_tokens_per_s"])
             capacity += served
             moved += served * float(per_token)

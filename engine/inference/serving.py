@@ -49,18 +49,26 @@ def pool_mbu(
     """Bytes the served tokens move per second over the pool's peak bandwidth.
 
     `bytes_per_token` is what one decoded token costs in traffic at the replica's batch:
-    (weights per card × tp) / batch + the KV cache read per sequence (sizing.py columns).
+    (weights per card × tp) / batch + the KV cache read per sequence and, for a mixture of
+    experts, its hidden state around the experts (sizing.py columns).
     """
     moved = _f(served_tokens_per_s) * _f(bytes_per_token)
     return moved / (_f(cards) * _f(bandwidth_tbs) * 1e12)
 
 
 def bytes_per_token(
-    weights_per_card: ArrayLike, tp: ArrayLike, batch: ArrayLike, kv_read_per_card: ArrayLike
+    weights_per_card: ArrayLike,
+    tp: ArrayLike,
+    batch: ArrayLike,
+    kv_read_per_card: ArrayLike,
+    hidden_state_per_card: ArrayLike = 0.0,
 ) -> NDArray[np.float64]:
     """Memory traffic of one decoded token: the replica's weights shared by the batch, plus
-    the sequence's KV cache read (per card figures × tp)."""
-    return _f(tp) * (_f(weights_per_card) / _f(batch) + _f(kv_read_per_card))
+    the sequence's KV cache read and, around an MoE's experts, its hidden state, which every
+    card pays whole (the option's `hidden_state_bytes_per_sequence`, 0 for a dense model;
+    per card figures × tp), as the step time charges them (step_terms.py)."""
+    per_sequence = _f(kv_read_per_card) + _f(hidden_state_per_card)
+    return _f(tp) * (_f(weights_per_card) / _f(batch) + per_sequence)
 
 
 def serving_factors(

@@ -22,7 +22,12 @@ from engine.capacity import pareto_front
 from engine.inference import band, energy, engines, moe_serving, queueing, roofline
 from engine.inference import memory as mem
 from engine.inference.precision import FP4_COLUMN, KV_BYTES, WEIGHT_FORMATS
-from engine.inference.step_terms import option_column, step_terms, streamed_params
+from engine.inference.step_terms import (
+    hidden_state_bytes,
+    option_column,
+    step_terms,
+    streamed_params,
+)
 from engine.inference.workload import InferenceWorkload as InferenceWorkload  # re-exported
 from engine.limits import EngineInputError, check_grid, limit
 from engine.moe import kv_values_per_token
@@ -223,15 +228,17 @@ def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
         weights = weights + streamed * WEIGHT_FORMATS[w.weight_precision].bytes_per_value * (
             1.0 - 1.0 / frame["tp"].to_numpy()
         )
-    kv_read = frame["kv_bytes_per_token_per_card"].to_numpy() * (
+    # A decoded sequence's KV read and, around an MoE's experts, its hidden state on every
+    # card (0 for a dense model): the bytes the step time charges (kv_s_per_sequence).
+    frame["hidden_state_bytes_per_sequence"] = hidden_state_bytes(w)
+    per_sequence = frame["kv_bytes_per_token_per_card"].to_numpy() * (
         w.input_tokens + w.output_tokens / 2.0
-    )
+    ) + hidden_state_bytes(w)
     bandwidth = frame["memory_bandwidth_tbs"].astype(float).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         frame["replica_tokens_per_s"] = np.where(batch >= 1, batch / tpot, 0.0)
-        frame["mbu"] = np.where(
-            batch >= 1, (weights + kv_read * batch) / tpot / (bandwidth * roofline.TERA), np.nan
-        )
+        moved = weights + per_sequence * batch
+        frame["mbu"] = np.where(batch >= 1, moved / tpot / (bandwidth * roofline.TERA), np.nan)
     return frame
 
 

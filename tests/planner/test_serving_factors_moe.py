@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from accounting.models import ServingLoad
+from engine.inference.defaults import HIDDEN_STATE_TRAFFIC
 from engine.inference.sizing import InferenceWorkload, evaluate_inference
 from engine.model_catalog import find_model
 from engine.moe import decode_params_read, expected_experts_read, matmul_params_per_token
@@ -136,7 +137,10 @@ def test_a_named_moe_load_uses_active_flops_and_the_experts_read(
     tokens = batch * (1 + best["step_prompt_per_output"]) if best["step_chunked"] else batch
     weights = float(decode_params_read(shape, tokens)) * FP8_BYTES
     kv = best["kv_bytes_per_token_per_card"] * (1000 + 300 / 2) * best["tp"]
-    moved = capacity * (weights / batch + kv)
+    # ...and the hidden state every card moves around the experts: hidden 4,096 × 94 MoE
+    # layers a decoded token (engine/inference/defaults.py HIDDEN_STATE_TRAFFIC), on each card.
+    hidden = HIDDEN_STATE_TRAFFIC.value * 4096 * 94 * best["tp"]
+    moved = capacity * (weights / batch + kv + hidden)
     assert moe["mfu"] == pytest.approx(moved / (8 * card.memory_bandwidth_tbs * 1e12))
     assert moe["mfu_basis"] == "serving_load_model"
     # Utilization: served over the MoE's capacity, far above what a dense 235 B would serve.

@@ -26,6 +26,7 @@ from engine.inference.moe_serving import (
     moe_shape_of,
     run_fields,
 )
+from engine.inference.serving import bytes_per_token, pool_mbu
 from engine.inference.sizing import InferenceWorkload, evaluate_inference, terms_from_columns
 from engine.inference.track_record import card_frame, load_document, load_runs, workload_of
 from engine.limits import EngineInputError
@@ -294,6 +295,39 @@ def test_every_card_pays_a_decoded_tokens_hidden_state_around_the_experts(monkey
     )
     for tp, seconds in charged.items():
         assert seconds - kv_s(tp) == pytest.approx(per_sequence, rel=1e-9)
+
+
+def test_mbu_counts_the_hidden_state_traffic_the_step_time_charges():
+    # Qwen3-235B on 8 H200 at 1,000/1,000 tokens: the engine's 2,048 sequences a step, 4,096
+    # tokens with the folded prompts, touch all 128 experts, so a card reads all the weights
+    # but the looked-up embedding: (235,092,836,352 − 622,329,856) / 8 = 29,308,813,312 bytes
+    # of FP8. Each sequence reads its KV cache, 94 layers × K and V × 1 head of 128 a card
+    # (4 KV heads over 8 cards) × 1,500 tokens on average = 36,096,000 bytes, and pays its
+    # hidden state around the experts, 48 · 4,096 · 94 = 18,481,152 bytes on every card:
+    # 29,308,813,312 + 2,048 × 54,577,152 = 141,082,820,608 bytes a card and step, 26.8 %
+    # of them the hidden state.
+    option = evaluate_inference(_cards(H200), _workload(QWEN3_235B)).iloc[0]
+    assert option["batch"] == 2048 and option["hidden_state_bytes_per_sequence"] == 18_481_152
+    weights = (QWEN_TOTAL - QWEN_LOOKUP) / 8
+    assert weights == 29_308_813_312
+    kv_read = 94 * 2 * 128 * 1500
+    assert option["kv_bytes_per_token_per_card"] * 1500 == kv_read == 36_096_000
+    step_bytes = weights + 2048 * (kv_read + 18_481_152)
+    assert step_bytes == 141_082_820_608
+    tpot_s = option["tpot_ms"] / 1e3
+    assert option["mbu"] == pytest.approx(step_bytes / tpot_s / 4.8e12, rel=1e-9)
+    # The pool's MBU from the served tokens' bytes (serving.py) is the option's at capacity
+    # only with the hidden state counted; without it, it would be 27 % lower.
+    per_token = bytes_per_token(weights, 8, 2048, kv_read, 18_481_152)
+    at_capacity = pool_mbu(option["capacity_tokens_per_s"], per_token, 8, 4.8)
+    assert at_capacity == pytest.approx(option["mbu"], rel=1e-9)
+    without = pool_mbu(
+        option["capacity_tokens_per_s"], bytes_per_token(weights, 8, 2048, kv_read), 8, 4.8
+    )
+    assert without / at_capacity == pytest.approx(1 - 2048 * 18_481_152 / step_bytes, rel=1e-9)
+    # A dense model, or a one-expert shape, pays none.
+    dense = evaluate_inference(_cards(H200), _workload(LLAMA31_70B)).iloc[0]
+    assert dense["hidden_state_bytes_per_sequence"] == 0.0
 
 
 def test_refused_inputs_name_the_field():
