@@ -47,15 +47,13 @@ format: install
 	$(BIN)/ruff format .
 
 # Parallel: pytest-xdist workers, each with its own test database, broker folder and queue.
-# Tests are handed out in pytest-django's order (--dist load), so on every worker the tests
-# that flush the database (transactional, live server) run after the others, as Django orders
-# them: a flush empties the card catalog and beat entries that migrations load. One at a time
-# (--maxschedchunk 1): by default xdist hands out chunks of up to a sixth of what is left, and
-# one worker took the heavy transactional tail alone (6 minutes after the others had ended).
+# Tests are handed out one by one in pytest-django's order (--dist load), so on every worker
+# the tests that flush the database (transactional, live server) run after the others, as
+# Django orders them: a flush empties the card catalog and beat entries that migrations load.
 TEST_WORKERS ?= 3
 
 test: var/lint.stamp
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --maxschedchunk 1 --durations=30
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load --durations=30
 
 # The pure core alone (engine, usage parsers): no database, no Django, seconds.
 test-fast: install
