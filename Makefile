@@ -47,9 +47,10 @@ format: install
 	$(BIN)/ruff format .
 
 # Parallel: pytest-xdist workers, each with its own test database, broker folder and queue.
-# Tests are handed out one by one in pytest-django's order (--dist load), so on every worker
-# the tests that flush the database (transactional, live server) run after the others, as
-# Django orders them: a flush empties the card catalog and beat entries that migrations load.
+# Tests are handed out in chunks that shrink as the list drains (tests/support/xdist_scheduling.py)
+# in one global order, so on every worker the tests that flush the database (transactional,
+# live server) run after the rolled-back ones, as Django orders them: a flush empties the card
+# catalog and beat entries that migrations load. The flushing tests, the heaviest, come last.
 TEST_WORKERS ?= 3
 
 test: var/lint.stamp

@@ -9,6 +9,8 @@ Django is imported inside fixtures so the pure-core suites also run with `-p no:
 
 import pytest
 
+from tests.support.xdist_scheduling import TailSharingScheduling, run_order
+
 # Assertions in the support helpers report their operands, as in test modules.
 pytest.register_assert_rewrite("tests.support")
 
@@ -69,14 +71,21 @@ def _repeated_on_another_backend(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """FLEETWISE_TESTS_BACKEND_ONLY=1 keeps only the tests whose outcome may depend on the
+    """The heavy transactional tests run last (tests/support/xdist_scheduling.py), and
+    FLEETWISE_TESTS_BACKEND_ONLY=1 keeps only the tests whose outcome may depend on the
     database and broker: CI's run on the embedded defaults repeats those, while its run on
     PostgreSQL + Redis runs every test."""
     import os
 
+    items.sort(key=run_order)  # a stable sort: each group keeps pytest-django's order
     if os.environ.get("FLEETWISE_TESTS_BACKEND_ONLY") != "1":
         return
     deselected = [item for item in items if not _repeated_on_another_backend(item)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if _repeated_on_another_backend(item)]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> TailSharingScheduling:
+    """`make test`'s workers share the heavy tail (tests/support/xdist_scheduling.py)."""
+    return TailSharingScheduling(config, log)  # type: ignore[arg-type]

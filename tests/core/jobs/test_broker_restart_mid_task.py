@@ -32,7 +32,7 @@ from tests.support.workers import WORKER_SETTINGS, broker_at, database_url
 ROOT = Path(__file__).resolve().parents[3]
 QUEUE = f"broker-restart-{os.getpid()}"
 PART_DELAY_S = 5  # the analysis part the worker holds while Redis is down
-WAIT_S = 30  # every wait below; each usually takes a few seconds
+WAIT_S = 90  # every wait below; each usually takes a few seconds (more when all workers are busy)
 # Two children, one task in flight: the consumer still waits on Redis for a second (BRPOP) when
 # Redis drops, which is what left kombu's channel half-closed (one child: no crash).
 CONCURRENCY = 2
