@@ -230,10 +230,12 @@ def timing_columns(frame: pd.DataFrame, w: InferenceWorkload) -> pd.DataFrame:
         )
     # A decoded sequence's KV read and, around an MoE's experts, its hidden state on every
     # card (0 for a dense model): the bytes the step time charges (kv_s_per_sequence).
-    frame["hidden_state_bytes_per_sequence"] = hidden_state_bytes(w)
-    per_sequence = frame["kv_bytes_per_token_per_card"].to_numpy() * (
-        w.input_tokens + w.output_tokens / 2.0
-    ) + hidden_state_bytes(w)
+    hidden_state = hidden_state_bytes(w)
+    frame["hidden_state_bytes_per_sequence"] = hidden_state
+    per_sequence = (
+        frame["kv_bytes_per_token_per_card"].to_numpy() * (w.input_tokens + w.output_tokens / 2.0)
+        + hidden_state
+    )
     bandwidth = frame["memory_bandwidth_tbs"].astype(float).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         frame["replica_tokens_per_s"] = np.where(batch >= 1, batch / tpot, 0.0)
