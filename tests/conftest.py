@@ -9,8 +9,6 @@ Django is imported inside fixtures so the pure-core suites also run with `-p no:
 
 import pytest
 
-from tests.support.xdist_scheduling import TailSharingScheduling, run_order
-
 # Assertions in the support helpers report their operands, as in test modules.
 pytest.register_assert_rewrite("tests.support")
 
@@ -77,6 +75,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     PostgreSQL + Redis runs every test."""
     import os
 
+    from tests.support.xdist_scheduling import run_order
+
     items.sort(key=run_order)  # a stable sort: each group keeps pytest-django's order
     if os.environ.get("FLEETWISE_TESTS_BACKEND_ONLY") != "1":
         return
@@ -86,6 +86,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if _repeated_on_another_backend(item)]
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> TailSharingScheduling:
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """`make test`'s workers share the heavy tail (tests/support/xdist_scheduling.py)."""
+    # Imported here: tests.support is imported after its assertions are set to be rewritten.
+    from tests.support.xdist_scheduling import TailSharingScheduling
+
     return TailSharingScheduling(config, log)  # type: ignore[arg-type]
