@@ -258,7 +258,12 @@ def test_import_killed_mid_file_shows_nothing_then_completes_once(workers, mecha
     assert UsageRecord.objects.count() == IMPORT_LINES
     assert UsageRecord.objects.values("record_key").distinct().count() == IMPORT_LINES
     assert set(UsageRecord.objects.values_list("import_job_id", flat=True)) == {job.pk}
-    succeeded = [r for r in task_results("accounting.run_import") if r.get("status")]
+    # The worker stores the task's result after the task has marked the job: under load, later.
+    succeeded = wait_until(
+        lambda: [r for r in task_results("accounting.run_import") if r.get("status")],
+        60,
+        "the import task's stored result",
+    )
     assert len(succeeded) == 1 and succeeded[0]["records_created"] == IMPORT_LINES
 
 
