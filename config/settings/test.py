@@ -5,7 +5,14 @@ import tempfile
 from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import CELERY_BROKER_URL, CELERY_TASK_DEFAULT_QUEUE, DATABASES, INSTALLED_APPS, env
+from .base import (
+    CELERY_BROKER_TRANSPORT_OPTIONS,
+    CELERY_BROKER_URL,
+    CELERY_TASK_DEFAULT_QUEUE,
+    DATABASES,
+    INSTALLED_APPS,
+    env,
+)
 
 # Under pytest-xdist each worker process ("gw0", "gw1", …) gets its own SQLite file, broker
 # folder and queue; pytest-django suffixes its test database. Subprocesses inherit the name.
@@ -49,6 +56,18 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 if XDIST_WORKER and "FLEETWISE_CELERY_QUEUE" not in os.environ:
     # One Redis database serves every xdist worker: each consumes its own queue.
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{XDIST_WORKER}"
+
+if XDIST_WORKER and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # kombu keeps one unacked index per Redis database, and a worker re-queues any message in
+    # it older than its own visibility timeout: the worker-kill tests' 4 s workers re-sent other
+    # xdist workers' running tasks. Each xdist worker's consumers keep their own index (only
+    # consumers read these keys, so a test's publisher pointed elsewhere still matches).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,
+        "unacked_key": f"unacked-{XDIST_WORKER}",
+        "unacked_index_key": f"unacked_index-{XDIST_WORKER}",
+        "unacked_mutex_key": f"unacked_mutex-{XDIST_WORKER}",
+    }
 
 # Worker heartbeats of this test process alone (not those of a suite running beside it).
 _HEARTBEATS_KEY = f"FLEETWISE_TEST_HEARTBEAT_DIR{_WORKER_SUFFIX}"
