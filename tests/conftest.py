@@ -21,14 +21,6 @@ pytest_plugins = [
 ]
 
 
-def _uses_the_database(item: pytest.Item) -> bool:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    return bool(
-        item.get_closest_marker("django_db")
-        or fixtures & {"db", "transactional_db", "live_server", "django_db_setup"}
-    )
-
-
 # Folders and modules whose tests check what a page or endpoint does with what the layers
 # below return (rendering, permissions, validation before any query, the schema): the same
 # on every backend. Their queries go through the selectors and services whose own tests
@@ -60,8 +52,10 @@ def _repeated_on_another_backend(item: pytest.Item) -> bool:
     """Whether a test's outcome may depend on the database and broker: it touches the
     database, it is not a browser test (those drive the same views the others query), and
     it is not one of the tests above the selectors and services."""
+    from tests.support.database_use import database_use
+
     return (
-        _uses_the_database(item)
+        database_use(item) != "none"
         and not item.get_closest_marker("browser")
         and not _checks_only_the_layer_above(item)
     )

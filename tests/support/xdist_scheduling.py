@@ -21,6 +21,8 @@ import pytest
 from xdist.scheduler import LoadScheduling
 from xdist.workermanage import WorkerController
 
+from tests.support.database_use import database_use
+
 ROLLED_BACK, NO_DATABASE, TRANSACTIONAL = 0, 1, 2
 # A test this slow (s) marks its worker as on the heavy tail: queue no more than it needs.
 SLOW_TEST_S = 0.1
@@ -31,15 +33,9 @@ MIN_QUEUED = 2  # the test a worker runs and the next one it holds (pytest needs
 
 def run_order(item: pytest.Item) -> int:
     """Where a test runs: rolled back, then no database, then transactional (last)."""
-    fixtures = set(getattr(item, "fixturenames", ()))
-    marker = item.get_closest_marker("django_db")
-    if (marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences"))) or (
-        fixtures & {"transactional_db", "live_server"}
-    ):
-        return TRANSACTIONAL
-    if marker or fixtures & {"db", "django_db_setup"}:
-        return ROLLED_BACK
-    return NO_DATABASE
+    return {"rolled_back": ROLLED_BACK, "none": NO_DATABASE, "transactional": TRANSACTIONAL}[
+        database_use(item)
+    ]
 
 
 def count_to_send(pending: int, workers: int, queued: int, last_duration_s: float) -> int:
