@@ -39,7 +39,7 @@ from accounting.models import RollupRefresh, UsageDailyRollup, UsageRecord
 from accounting.selectors import NO_ACCOUNT, USAGE_FRAME_COLUMNS, _frame, typed_usage_frame
 from core.jobs.status import JobStatus
 from engine.factors import mfu_from_throughput
-from engine.usage import allocated_by_bucket, bucket_edges
+from engine.usage import allocated_by_bucket, bucket_edges, usage_interval
 from inventory.models import AcceleratorModel, Cluster
 
 logger = logging.getLogger(__name__)
@@ -88,9 +88,7 @@ def _record_chunks(cluster_id: int) -> tuple[int, list[tuple[int, int]]]:
 
 
 def _day_edges(usage: pd.DataFrame, tz: str) -> pd.DatetimeIndex:
-    start = pd.to_datetime(usage["start"], utc=True)
-    held = pd.to_timedelta(usage["duration_h"].astype("float64"), unit="h")
-    end = pd.to_datetime(usage["end"], utc=True).fillna(start + held)
+    start, end = usage_interval(usage)
     first = start.min().tz_convert(tz).normalize()
     last = max(end.max(), start.max()).tz_convert(tz).normalize() + pd.Timedelta(days=1)
     return bucket_edges(first, last, "day", tz)

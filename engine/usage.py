@@ -148,12 +148,13 @@ def _bucket_frame(edges: pd.DatetimeIndex, tz: str) -> pd.DataFrame:
     )
 
 
-def _usage_interval(usage: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def usage_interval(usage: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(start, end) in UTC; running jobs end at start + duration_h (the time held so far)."""
     start = pd.to_datetime(usage["start"], utc=True)
     held = pd.to_timedelta(usage["duration_h"].astype("float64"), unit="h")
-    end = pd.to_datetime(usage["end"], utc=True).fillna(start + held)
-    return start, end
+    end = pd.to_datetime(usage["end"], utc=True).dt.as_unit("us")
+    # One resolution on both sides: pandas 4 refuses a fill value of another one.
+    return start, end.fillna((start + held).dt.as_unit("us"))
 
 
 def allocated_by_bucket(
@@ -167,7 +168,7 @@ def allocated_by_bucket(
     A job's card-hours (cards × duration_h) are placed over [start, end) in proportion to the
     overlap, so suspended time (duration_h < end − start) never inflates the total.
     """
-    start, end = _usage_interval(usage)
+    start, end = usage_interval(usage)
     split = split_intervals(start, end, edges)
     span_h = ((end - start).dt.total_seconds() / 3600.0).to_numpy()
     duration_h = usage["duration_h"].to_numpy(dtype="float64")
