@@ -13,6 +13,7 @@ from engine.usage import (
     measured_mfu,
     measured_utilization,
     split_intervals,
+    usage_interval,
 )
 
 H100 = "H100 SXM5 80GB"
@@ -138,6 +139,20 @@ def test_running_jobs_use_time_held_so_far():
     usage = USAGE.iloc[[0]].assign(end=pd.NaT, duration_h=6.0, state="running")
     row = measured_utilization(usage, INVENTORY, frequency="total", **PERIOD).iloc[0]
     assert row["allocated_card_hours"] == pytest.approx(48)
+
+
+def test_a_running_jobs_end_keeps_its_fractional_seconds_whatever_the_columns_resolution():
+    # Microsecond starts beside second-resolution ends (all missing): one resolution, no warning.
+    usage = pd.DataFrame(
+        {
+            "start": pd.Series([ts("2024-03-01 08:00:00.250")]).astype("datetime64[us, UTC]"),
+            "end": pd.Series([pd.NaT], dtype="datetime64[s, UTC]"),
+            "duration_h": [0.5 / 3600],
+        }
+    )
+    start, end = usage_interval(usage)
+    assert end.iloc[0] == ts("2024-03-01 08:00:00.750")
+    assert end.iloc[0] - start.iloc[0] == pd.Timedelta(milliseconds=500)
 
 
 def test_month_buckets_and_dst_days():
