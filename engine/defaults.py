@@ -27,7 +27,16 @@ WORKLOAD_CLASSES: tuple[str, ...] = ("pretraining", "finetuning", "inference")
 VENDOR_KEYS: tuple[str, ...] = ("nvidia", "amd", "huawei", "intel", "other")
 INTERVAL_RULES: tuple[str, ...] = ("young", "daly")
 # Training software stacks the per-card model knows (engine.steptime traffic constants).
-SOFTWARE_STACKS: tuple[str, ...] = ("megatron", "plain_pytorch")
+SOFTWARE_STACKS: tuple[str, ...] = ("megatron", "megatron_2024", "plain_pytorch")
+# The memory-traffic constants each stack takes (<constant>_<family>): a Megatron of 2024 moves
+# the same bytes as today's; its attention kernels are slower (attention_kernel_ratio_<stack>).
+STACK_TRAFFIC_FAMILY: Mapping[str, str] = {
+    "megatron": "megatron",
+    "megatron_2024": "megatron",
+    "plain_pytorch": "plain_pytorch",
+}
+# Stacks whose fused-attention kernel is not the measured one; every other stack's ratio is 1.
+STACKS_WITH_ATTENTION_KERNEL_RATIO: tuple[str, ...] = ("megatron_2024",)
 STRATEGIES: tuple[str, ...] = (
     "synchronous_uniform",
     "static_proportional",
@@ -427,6 +436,20 @@ _TABLE: tuple[Default, ...] = (
         "sequences 2,048-8,192 and head sizes 64 and 128 on H100 and H200 (Fleetwise GPU "
         "measurements: 0.32 at 2,048 × 64 to 0.51 at 8,192 × 128, causal FLOPs; "
         "benchmarks/calibrate.py).",
+    ),
+    _d(
+        "attention_kernel_ratio_megatron_2024",
+        0.79,
+        "share",
+        0.05,
+        2.0,
+        "The fused-attention kernel of a 2024 Megatron stack on Hopper (NeMo 24.03, before "
+        "FlashAttention-3) against the measured one (attention_efficiency_*): fitted, every "
+        "other constant kept, to NVIDIA's long-sequence table of Llama 2 7B at FP8 on DGX-H100 "
+        "(NeMo 24.03.01, 4K to 1,024K tokens with context parallelism: NVIDIA/NeMo docs/source/"
+        "performance/performance_long_sequence.md), least squares of log(modeled / published) "
+        "over its nine rows. The same table on DGX-B200 (NeMo 25.04) fits at 1: the ratio "
+        "carries the kernels' vintage, not the sequence length.",
     ),
     _d(
         "attention_half_efficiency_tokens",

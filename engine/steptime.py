@@ -44,7 +44,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from engine.defaults import DEFAULTS, FACTOR_FLOOR
+from engine.defaults import (
+    DEFAULTS,
+    FACTOR_FLOOR,
+    STACK_TRAFFIC_FAMILY,
+    STACKS_WITH_ATTENTION_KERNEL_RATIO,
+)
 from engine.memory import ActivationRecompute, ModelShape, activation_bytes_per_token_layer
 from engine.moe import active_params
 from engine.moe_training import (
@@ -186,13 +191,21 @@ class Workload:
 
 def traffic_defaults(stack: str) -> Traffic:
     """The table's traffic constants of a software stack (engine.defaults)."""
+    family = STACK_TRAFFIC_FAMILY[stack]
     return Traffic(
-        per_activation_byte=_default(f"kernel_traffic_per_activation_byte_{stack}"),
+        per_activation_byte=_default(f"kernel_traffic_per_activation_byte_{family}"),
         fp8_cast_per_activation_byte=_default("fp8_cast_traffic_per_activation_byte"),
-        weight_bytes_per_param=_default(f"weight_traffic_bytes_per_param_{stack}"),
+        weight_bytes_per_param=_default(f"weight_traffic_bytes_per_param_{family}"),
         optimizer_bytes_per_param=_default("optimizer_traffic_bytes_per_param"),
         logits_bytes_per_vocab=_default("logits_traffic_bytes_per_vocab"),
     )
+
+
+def stack_attention_kernel_ratio(stack: str) -> float:
+    """The stack's fused-attention kernel against the measured one (1 for most stacks)."""
+    if stack in STACKS_WITH_ATTENTION_KERNEL_RATIO:
+        return _default(f"attention_kernel_ratio_{stack}")
+    return 1.0
 
 
 def matmul_params(params: float, shape: ModelShape) -> tuple[float, float]:

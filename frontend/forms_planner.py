@@ -42,6 +42,7 @@ SHAPE_FIELDS = (
 # The training stacks (engine.defaults.SOFTWARE_STACKS) as the form names them.
 STACK_CHOICES = [
     ("megatron", "Megatron-LM / Megatron-Core / NeMo (fused kernels)"),
+    ("megatron_2024", "Megatron / NeMo of 2024 on Hopper (before FlashAttention-3)"),
     ("plain_pytorch", "Plain PyTorch (eager, bf16 autocast)"),
 ]
 DEGREE_FIELDS = ("tp_degree", "pp_degree", "vp_degree", "cp_degree", "dp_degree", "micro_batch")

@@ -31,6 +31,7 @@ from engine.reliability import (
     default_mtbf_card_hours,
     site_kind_defaults,
 )
+from engine.steptime import stack_attention_kernel_ratio
 from engine.training_precision import fp4_format, peak_column
 
 # --------------------------------------------------------------------------------------------
@@ -165,9 +166,9 @@ OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     # Cards on one NVLink / Infinity Fabric domain (72 on an NVL72 rack); NaN: the node.
     "nvlink_domain_cards": math.nan,
     "intra_node_interconnect_gbs": table_default("intra_node_bidir_gbs"),  # GB/s per card, NVLink
-    # The stack's fused-attention kernel speed over the measured one (1: the cuDNN / flash SDPA
-    # kernels the attention_efficiency_* defaults were fitted to; a 2024 Hopper stack:
-    # ATTENTION_KERNEL_RATIO_HOPPER_2024).
+    # The option's fused-attention kernel speed over the measured one (1: the cuDNN / flash SDPA
+    # kernels the attention_efficiency_* defaults were fitted to), times the stack's own
+    # (software_stack "megatron_2024": attention_kernel_ratio_megatron_2024).
     "attention_kernel_ratio": 1.0,
     "default_training_mfu": math.nan,  # passed through: the per-card model replaces it
     "cards": math.nan,  # give cards, or deadline_days
@@ -204,14 +205,6 @@ OPTION_COLUMN_DEFAULTS: dict[str, Any] = {
     "effective_time": math.nan,
     "utilization": math.nan,
 }
-# attention_kernel_ratio of a Hopper stack of 2024 (NeMo 24.03's; Llama 3's was of the same
-# year): fitted, every other constant kept, to NVIDIA's long-sequence table of Llama 2 7B at
-# FP8 on DGX-H100 (NeMo 24.03.01, 4K to 1,024K tokens with context parallelism: NVIDIA/NeMo
-# docs/source/performance/performance_long_sequence.md), least squares of
-# log(modeled / published) over its nine rows (tests/engine/capacity/test_long_sequence.py).
-# The same table on DGX-B200 (NeMo 25.04) fits at 1: the ratio carries the kernels' vintage,
-# not the sequence length. A run takes it when its recipe is of such a stack.
-ATTENTION_KERNEL_RATIO_HOPPER_2024 = 0.79
 REQUIRED_OPTION_COLUMNS: tuple[str, ...] = ("dense_bf16_tflops", "memory_gb", "tdp_w")
 # Planning assumption when none is given (defaults.utilization_planned: industry ~50%).
 DEFAULT_UTILIZATION = table_default("utilization_planned")
@@ -378,6 +371,7 @@ def prepare_options(options: pd.DataFrame, workload: TrainingWorkload) -> pd.Dat
     cooling = frame["cooling_type"].to_numpy(dtype=object)
 
     frame["precision"] = workload.precision
+    frame["attention_kernel_ratio"] *= stack_attention_kernel_ratio(workload.software_stack)
     frame["peak_tflops"] = frame[peak_column(workload.precision)]
     frame["fp4_format"] = [fp4_format(v) for v in frame["vendor"].fillna("").astype(str)]
 

@@ -53,7 +53,9 @@ def either_or(attrs: dict, first: str, second: str) -> None:
 
 STACK_HELP = (
     "The training stack the per-card model assumes: megatron (Megatron-LM/Core, NeMo: fused "
-    "kernels; the default) or plain_pytorch (an eager loop under bf16 autocast)."
+    "kernels; the default), megatron_2024 (the same of 2024 on Hopper, before "
+    "FlashAttention-3: slower attention, which long sequences feel) or plain_pytorch (an "
+    "eager loop under bf16 autocast)."
 )
 
 

@@ -89,11 +89,15 @@ def test_the_form_offers_the_training_stacks_megatron_first(client, planner, dem
     assert select, html[:2000]
     assert re.findall(r'<option value="([^"]+)"', select.group(0)) == [
         "megatron",
+        "megatron_2024",
         "plain_pytorch",
     ]
 
 
-@pytest.mark.parametrize(("posted", "stored"), [(None, "megatron"), ("plain_pytorch",) * 2])
+@pytest.mark.parametrize(
+    ("posted", "stored"),
+    [(None, "megatron"), ("megatron_2024",) * 2, ("plain_pytorch",) * 2],
+)
 def test_the_chosen_stack_is_stored_and_shown_on_the_plan(
     client, planner, demo_fleet, django_capture_on_commit_callbacks, posted, stored
 ):

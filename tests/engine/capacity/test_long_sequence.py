@@ -4,9 +4,10 @@ NVIDIA publishes the same Megatron workload at 4K to 1,024K tokens (context para
 beyond 16K), so the attention core goes from a few percent of the work to nearly all of it.
 On DGX-B200 (NeMo 25.04) the planner's kernel constants hold at every length; on DGX-H100
 (NeMo 24.03.01) the modeled throughput drifts up with the sequence (+2 % at 4K, +28 % at 1M)
-unless the stack's attention kernel runs at ATTENTION_KERNEL_RATIO_HOPPER_2024 of the measured
-one, the option column attention_kernel_ratio. That constant is the least-squares fit over the
-H100 table here, and nothing else.
+unless the stack's attention kernel runs at attention_kernel_ratio_megatron_2024 of the measured
+one: the software stack "megatron_2024", or the option column attention_kernel_ratio. That
+constant (engine/defaults.py) is the least-squares fit over the H100 table here, and nothing
+else.
 
 Source of both tables: NVIDIA NeMo, docs/source/performance/performance_long_sequence.md
 ("Long Sequence Performance": LLAMA3-8B (FP8) - B200, container NeMo 25.04.rc2; LLAMA2-7B (FP8)
@@ -25,7 +26,7 @@ import pandas as pd
 import pytest
 
 from engine.capacity import PlannerInputError, plan_capacity
-from engine.capacity.options import ATTENTION_KERNEL_RATIO_HOPPER_2024
+from engine.defaults import default_value
 from engine.track_record import load_runs, model_run, workload_of
 from engine.track_record_rows import option_of
 
@@ -55,10 +56,11 @@ B200_LLAMA3_8B_NEMO_2504 = [
 H100_BASE = "nemo2407-llama2-7b-8"
 B200_BASE = "bridge2511-llama3-8b-b200-8"
 RUNS = {run["id"]: run for run in load_runs()}
+HOPPER_2024 = float(default_value("attention_kernel_ratio_megatron_2024"))
 
 
 def table_runs(
-    base_id: str, table: list[tuple[int, int, int, float]], ratio: float
+    base_id: str, table: list[tuple[int, int, int, float]], ratio: float, stack: str = "megatron"
 ) -> list[dict[str, Any]]:
     """The table's rows as runs of the runs file: the base row at each length, batch, count."""
     runs = []
@@ -74,14 +76,15 @@ def table_runs(
             "flops": {"convention": "megatron_core"},
         }
         run["planner_options"] = {"attention_kernel_ratio": ratio}
+        run["training"] = {**(run.get("training") or {}), "software_stack": stack}
         runs.append(run)
     return runs
 
 
 def errors_percent(
-    base_id: str, table: list[tuple[int, int, int, float]], ratio: float
+    base_id: str, table: list[tuple[int, int, int, float]], ratio: float, stack: str = "megatron"
 ) -> list[float]:
-    rows = [model_run(run) for run in table_runs(base_id, table, ratio)]
+    rows = [model_run(run) for run in table_runs(base_id, table, ratio, stack)]
     return [
         math.nan if row["error_percent"] is None else float(row["error_percent"]) for row in rows
     ]
@@ -92,17 +95,15 @@ def log_squares(errors: list[float]) -> float:
 
 
 def test_hopper_2024_kernel_ratio_fits_the_h100_table() -> None:
-    errors = errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, ATTENTION_KERNEL_RATIO_HOPPER_2024)
+    errors = errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, HOPPER_2024)
     assert all(abs(e) <= 5.0 for e in errors), errors
 
 
 def test_hopper_2024_kernel_ratio_is_the_least_squares_fit() -> None:
     # Two decimals: the neighbours either side fit the table worse.
-    at = log_squares(
-        errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, ATTENTION_KERNEL_RATIO_HOPPER_2024)
-    )
+    at = log_squares(errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, HOPPER_2024))
     for step in (-0.01, 0.01):
-        ratio = ATTENTION_KERNEL_RATIO_HOPPER_2024 + step
+        ratio = HOPPER_2024 + step
         assert log_squares(errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, ratio)) > at
 
 
@@ -141,11 +142,19 @@ def test_kernel_ratio_must_be_positive() -> None:
     assert "attention_kernel_ratio" in raised.value.errors
 
 
-def test_llama3_rows_take_the_2024_hopper_kernel_by_the_constant() -> None:
-    """Llama 3's rows (a 2024 H100 stack) carry the constant itself, not a number of their own."""
+def test_the_2024_megatron_stack_is_that_kernel_ratio() -> None:
+    """A user names the stack; the planner applies the fitted ratio (and Megatron's traffic)."""
+    by_stack = errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, 1.0, stack="megatron_2024")
+    by_option = errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, HOPPER_2024)
+    assert by_stack == by_option
+    assert by_stack != errors_percent(H100_BASE, H100_LLAMA2_7B_NEMO_2403, 1.0)
+
+
+def test_llama3_rows_name_the_2024_megatron_stack() -> None:
+    """Llama 3's rows (a 2024 H100 stack) name the stack, not a number of their own."""
     llama3 = [run for run_id, run in RUNS.items() if run_id.startswith("llama3-405b-")]
     assert len(llama3) == 3
     for run in llama3:
-        options = run["planner_options"]
-        assert options["attention_kernel_ratio"] == ATTENTION_KERNEL_RATIO_HOPPER_2024
-        assert "2024" in run["planner_options_why"]
+        assert run["training"]["software_stack"] == "megatron_2024"
+        assert "attention_kernel_ratio" not in (run.get("planner_options") or {})
+        assert "2024" in run["training"]["software_stack_why"]

@@ -1,7 +1,8 @@
 """The training stack as an input (issue 27): the estimate, stored plans and the planner page
 take `software_stack`; the per-card model then charges that stack's memory traffic, so plain
-PyTorch trains the same model on the same card more slowly than Megatron; an unknown stack
-is a 400 naming the choices."""
+PyTorch trains the same model on the same card more slowly than Megatron, and a 2024 Megatron's
+attention kernel, so long sequences train more slowly on it; an unknown stack is a 400 naming
+the choices."""
 
 from __future__ import annotations
 
@@ -50,7 +51,18 @@ def _estimate(api, **extra) -> dict:
 
 
 def test_the_stacks_are_megatron_first():
-    assert SOFTWARE_STACKS == ("megatron", "plain_pytorch")
+    assert SOFTWARE_STACKS == ("megatron", "megatron_2024", "plain_pytorch")
+
+
+def test_a_2024_megatron_loses_more_to_attention_the_longer_the_sequence(api):
+    def slowdown(seq_len: int) -> float:
+        shape = {"seq_len": seq_len, "global_batch_sequences": 16_384 // seq_len}
+        today = _estimate(api, **shape)
+        older = _estimate(api, software_stack="megatron_2024", **shape)
+        return older["days"] / today["days"]
+
+    short, long = slowdown(2048), slowdown(16_384)
+    assert 1.0 < short < long
 
 
 def test_plain_pytorch_trains_the_same_model_more_slowly_than_megatron(api):
