@@ -57,6 +57,15 @@ if XDIST_WORKER and "FLEETWISE_CELERY_QUEUE" not in os.environ:
     # One Redis database serves every xdist worker: each consumes its own queue.
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{XDIST_WORKER}"
 
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # kombu scans for overdue unacked messages every 10 s × every 10th time: a kill test's
+    # fresh worker (4 s visibility timeout) re-sent the killed task after 100 s, near its wait.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }
+
 if XDIST_WORKER and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # kombu keeps one unacked index per Redis database, and a worker re-queues any message in
     # it older than its own visibility timeout: the worker-kill tests' 4 s workers re-sent other

@@ -43,6 +43,8 @@ def test_each_xdist_worker_has_its_own_unacked_keys_and_its_celery_workers_share
     assert all(first[key] != second[key] for key in keys)
     assert all(started_by_a_test[key] == second[key] for key in keys)
     assert first["visibility_timeout"] == second["visibility_timeout"] == 65 * 60
+    # Overdue messages are looked for every second, not every 100 s (kombu's 10 s × 10th time).
+    assert first["unacked_restore_interval"] * first["unacked_restore_throttle"] == 1
 
 
 def restore_overdue(url: str, options: dict) -> None:
