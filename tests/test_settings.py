@@ -4,19 +4,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CLEAN_ENV_DROP = {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "DJANGO_DEBUG"}
-
-
-def run_python(code: str, **env_overrides: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV_DROP}
-    env.update(env_overrides)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-
+from tests.support.processes import CLEAN_ENV_DROP, ROOT, run_python
 
 READ_SETTINGS = """
 import json, django
