@@ -58,24 +58,20 @@ if XDIST_WORKER and "FLEETWISE_CELERY_QUEUE" not in os.environ:
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{XDIST_WORKER}"
 
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # kombu scans for overdue unacked messages every 10 s × every 10th time: a kill test's
-    # fresh worker (4 s visibility timeout) re-sent the killed task after 100 s, near its wait.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        **CELERY_BROKER_TRANSPORT_OPTIONS,
-        "unacked_restore_interval": 1,
-        "unacked_restore_throttle": 1,
-    }
-
-if XDIST_WORKER and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # kombu keeps one unacked index per Redis database, and a worker re-queues any message in
     # it older than its own visibility timeout: the worker-kill tests' 4 s workers re-sent other
     # xdist workers' running tasks. Each xdist worker's consumers keep their own index (only
-    # consumers read these keys, so a test's publisher pointed elsewhere still matches).
+    # consumers read these keys, so a test's publisher pointed elsewhere still matches). kombu
+    # also looks for overdue messages only every 10 s × every 10th time: a kill test's fresh
+    # worker re-sent the killed task after 100 s, near its wait; here every second.
+    _unacked = f"-{XDIST_WORKER}" if XDIST_WORKER else ""
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         **CELERY_BROKER_TRANSPORT_OPTIONS,
-        "unacked_key": f"unacked-{XDIST_WORKER}",
-        "unacked_index_key": f"unacked_index-{XDIST_WORKER}",
-        "unacked_mutex_key": f"unacked_mutex-{XDIST_WORKER}",
+        "unacked_key": f"unacked{_unacked}",
+        "unacked_index_key": f"unacked_index{_unacked}",
+        "unacked_mutex_key": f"unacked_mutex{_unacked}",
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
     }
 
 # Worker heartbeats of this test process alone (not those of a suite running beside it).

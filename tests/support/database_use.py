@@ -24,7 +24,7 @@ ROLLED_BACK_FIXTURES = frozenset({"db", "django_db_setup"})
 
 
 def database_use(item: pytest.Item) -> DatabaseUse:
-    """ "transactional" (committed, flushed after), "rolled_back" or "none"."""
+    """Its use: "transactional" (commits, flushed after), "rolled_back" or "none"."""
     fixtures = set(getattr(item, "fixturenames", ()))
     marker = item.get_closest_marker("django_db")
     flags = marker.kwargs if marker is not None else {}
