@@ -19,7 +19,11 @@ Sources:
   optim.dtype bf16 keeps no master copy when the optimizer's dtype is the model's,
   megatron_base_model.setup_optimization; NeMo 24.07's Nemotron-4 340B recipe does this).
 - Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
-  Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit).
+  Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit). FP8/FP4 training
+  keeps each linear layer's input for its weight gradient as the quantised copy the forward
+  GEMM used (Transformer Engine, transformer_engine/pytorch/module/linear.py: the input is
+  saved with only its column-wise usage), so those tensors take 1 (FP8) or about 0.56
+  (NVFP4) bytes per value instead of 2 (``gemm_input_bytes``).
 
 Sizes are decimal: 1 GB = 1e9 bytes, as in the published sources and the catalog's memory_gb.
 """
@@ -54,6 +58,9 @@ HIDDEN_PER_LAYER = 128
 HEAD_DIM = 128
 # Large models round hidden to 1,024 (heads a multiple of 8) so TP up to 8 divides the heads.
 HIDDEN_QUANTUM_LARGE = 1024
+
+# Bytes per activation value in Korthikanti's accounting (16-bit).
+ACTIVATION_BYTES = 2.0
 
 ActivationRecompute = Literal["none", "selective", "full"]
 ACTIVATION_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -255,6 +262,7 @@ def activation_bytes_per_layer(
     kv_hidden: ArrayLike | None = None,
     ffn_hidden: ArrayLike | None = None,
     gated_mlp: bool = False,
+    gemm_input_bytes: ArrayLike = ACTIVATION_BYTES,
 ) -> NDArray[np.float64]:
     """Activation bytes one transformer layer keeps per micro-batch (Korthikanti 2022, Table 2).
 
@@ -268,6 +276,8 @@ def activation_bytes_per_layer(
     (2) and the MLP's two 4h-wide tensors (16), in bytes per s·b·h. Given `kv_hidden` (GQA:
     K and V are kv_hidden wide), `ffn_hidden` (the MLP's width) or a gated MLP (three ffn-wide
     tensors: gate, up and their product), those terms are 2 + 4·kv/h + 2 + (4 or 6)·ffn/h.
+    `gemm_input_bytes` below 2 keeps the linear layers' inputs quantised
+    (_quantised_gemm_inputs).
     """
     if recompute not in ACTIVATION_RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {ACTIVATION_RECOMPUTE_MODES}")
@@ -280,9 +290,10 @@ def activation_bytes_per_layer(
     attention_core = 5.0 * a * s / h  # softmax, its dropout mask, Q·K^T: the part selective drops
     if recompute == "full":
         return 2.0 * sbh * np.ones_like(t)
-    split = _tp_split_activations(h, kv_hidden, ffn_hidden, gated_mlp)
+    whole_less, split_less = _quantised_gemm_inputs(h, ffn_hidden, gemm_input_bytes)
+    split = _tp_split_activations(h, kv_hidden, ffn_hidden, gated_mlp) - split_less
     # Sequence parallelism also splits the LayerNorm/dropout activations that TP alone keeps whole.
-    whole = TP_WHOLE_ACTIVATIONS
+    whole = TP_WHOLE_ACTIVATIONS - whole_less
     linear = (whole + split) / t if sequence_parallel else whole + split / t
     if recompute == "selective":
         return sbh * linear
@@ -309,6 +320,20 @@ def _tp_split_activations(
     mlp_tensors = 6.0 if gated_mlp else 4.0  # 2 bytes each: (gate, up, product) or (in, out)
     split: NDArray[np.float64] = 2.0 + 4.0 * kv / hidden + 2.0 + mlp_tensors * ffn / hidden
     return split
+
+
+def _quantised_gemm_inputs(
+    hidden: NDArray[np.float64], ffn_hidden: ArrayLike | None, gemm_input_bytes: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(whole, split) bytes per s·b·h that quantised saved GEMM inputs take off the 16-bit
+    terms: the attention and MLP inputs (2 + 2, whole) and the second MLP matrix's input
+    (2·ffn/h, split) shrink to the quantised size; the attention output stays 16-bit for the
+    attention backward and its quantised copy for the output projection comes on top."""
+    q = np.asarray(gemm_input_bytes, dtype=np.float64)
+    ffn = FFN_PER_HIDDEN * hidden if ffn_hidden is None else np.asarray(ffn_hidden, np.float64)
+    saved = ACTIVATION_BYTES - q
+    extra_copy = np.where(q < ACTIVATION_BYTES, q, 0.0)
+    return 2.0 * saved, saved * ffn / hidden - extra_copy
 
 
 def activation_bytes_per_token_layer(
@@ -365,6 +390,7 @@ def activation_bytes_per_card(
     kv_hidden: ArrayLike | None = None,
     ffn_hidden: ArrayLike | None = None,
     gated_mlp: bool = False,
+    gemm_input_bytes: ArrayLike = ACTIVATION_BYTES,
 ) -> NDArray[np.float64]:
     """Peak activation bytes on the busiest card: per layer × layers/pp × in-flight micro-batches.
 
@@ -383,6 +409,7 @@ def activation_bytes_per_card(
         kv_hidden=kv_hidden,
         ffn_hidden=ffn_hidden,
         gated_mlp=gated_mlp,
+        gemm_input_bytes=gemm_input_bytes,
     )
     layers_per_stage = np.ceil(
         np.asarray(shape_layers, dtype=np.float64) / np.asarray(pp, dtype=np.float64)

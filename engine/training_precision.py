@@ -21,7 +21,8 @@ arXiv 2509.25149, 2025):
   ``quantisation_bytes_per_token_layer``, memory-bound;
 - memory keeps the bf16 weights, gradients and fp32 optimizer state of mixed precision plus
   the two quantised copies of each FP4 layer's weights (``fp4_weight_copy_bytes``);
-  activations are counted as bf16 (Korthikanti et al. 2022), as for fp8.
+  activations are Korthikanti et al. 2022's, with each linear layer's input kept quantised for
+  its weight gradient, as for fp8 (``saved_gemm_input_bytes``).
 
 The one fitted number, ``FP4_GEMM_EFFICIENCY_RATIO``, comes from the calibration runs of
 engine/data/published_training_runs.json's "fp4_runs" that their rule names (written before
@@ -52,15 +53,16 @@ FP4_PEAK_COLUMN = PEAK_COLUMNS["fp4"]
 # its quantisation aside, over Blackwell's own GEMM efficiency (gemm_efficiency_blackwell,
 # docs/decisions/0017). Fitted on the two calibration runs of "fp4_runs" (the rule, written
 # before fitting: the GB200 rows of Megatron-Bridge 26.04.01, one per model size): Llama 3 70B
-# on 64 GB200 (4,864 tokens/s per GPU) and Llama 3.1 405B on 256 GB200 (1,184), NVFP4; 0.73 is
-# the least-squares optimum of their log errors on a 0.01 grid (modeled +16.5 % and −12.8 %:
-# no one value meets both, the 70B is the optimistic one). 0.57 met the 70B alone and left
-# the other 26.04.01 rows (405B, GB300) 14–26 % short. Below the FP8 ratio (0.89), as 4-bit
-# tensor cores are harder to feed; NVIDIA's cuBLAS 12.9 notes (developer.nvidia.com/blog/
+# on 64 GB200 (4,864 tokens/s per GPU) and Llama 3.1 405B on 256 GB200 (1,184), NVFP4; 0.70 is
+# the least-squares optimum of their log errors on a 0.01 grid (modeled +12.3 % and −10.3 %:
+# no one value meets both, the 70B is the optimistic one). It was 0.73 (+16.5 %, −12.8 %)
+# while the activations were counted in bf16 (docs/decisions/0022). 0.57 met the 70B alone and
+# left the other 26.04.01 rows (405B, GB300) 14–26 % short. Below the FP8 ratio (0.89), as
+# 4-bit tensor cores are harder to feed; NVIDIA's cuBLAS 12.9 notes (developer.nvidia.com/blog/
 # boosting-matrix-multiplication-speed-and-flexibility-with-nvidia-cublas-12-9) give
 # block-scaled FP4 GEMMs up to 2.3× the FP8 ones on Blackwell, i.e. at most ≈ 1.02 on this
 # scale.
-FP4_GEMM_EFFICIENCY_RATIO = 0.73
+FP4_GEMM_EFFICIENCY_RATIO = 0.70
 # Share of the linear layers the NVFP4 recipe keeps in bf16 (arXiv 2509.25149 §4: ~16 %).
 FP4_BF16_LAYER_SHARE = 0.16
 # Bytes per stored FP4 value with its block scale: NVFP4 4 bits + an 8-bit scale per 16
@@ -69,6 +71,12 @@ FP4_BYTES_PER_VALUE: Mapping[str, float] = {"nvfp4": 4.5 / 8.0, "mxfp4": 4.25 / 
 # Quantised copies of each operand: row-wise (forward, data gradient) and column-wise (the
 # weight gradient's transposed operand).
 FP4_COPIES = 2.0
+# Bytes per value of a linear layer's input kept for its weight gradient under FP8: Transformer
+# Engine saves the quantised copy its forward GEMM used (transformer_engine/pytorch/module/
+# linear.py, column-wise usage only), 1 byte (MXFP8's scale per 32 values aside).
+FP8_SAVED_INPUT_BYTES = 1.0
+# The stacks whose FP8/FP4 layers are Transformer Engine's (plain PyTorch keeps bf16 inputs).
+QUANTISED_INPUT_STACKS: tuple[str, ...] = ("megatron", "megatron_2024")
 # bf16 reads per quantised value: one for the per-tensor amax, one for the cast.
 QUANTISE_READ_BYTES = 2.0 * 2.0
 
@@ -98,6 +106,23 @@ def bf16_layer_share(precision: str, entered: float | None) -> float:
     if precision != "fp4":
         return 0.0
     return FP4_BF16_LAYER_SHARE if entered is None else float(entered)
+
+
+def saved_gemm_input_bytes(
+    precision: str, software_stack: str, fp4_share: float, fmt: ArrayLike
+) -> NDArray[np.float64]:
+    """Bytes per value of the linear layers' inputs kept for the backward, per format in
+    `fmt`: 2 (bf16, or a stack that keeps them unquantised); 1 under fp8; under fp4 the FP4
+    layers' block-scaled size and 2 for the share left in bf16."""
+    formats = np.atleast_1d(np.asarray(fmt, dtype=object))
+    bf16 = np.full(len(formats), 2.0)
+    if software_stack not in QUANTISED_INPUT_STACKS or precision == "bf16":
+        return bf16
+    if precision == "fp8":
+        return np.full(len(formats), FP8_SAVED_INPUT_BYTES)
+    fp4 = np.vectorize(FP4_BYTES_PER_VALUE.__getitem__, otypes=[float])(formats)
+    mixed: NDArray[np.float64] = fp4_share * fp4 + (1.0 - fp4_share) * bf16
+    return mixed
 
 
 def quantisation_bytes_per_token_layer(shape: ModelShape, passes: float, fmt: str) -> float:

@@ -38,6 +38,7 @@ from engine.training_precision import (
     bf16_layer_share,
     fp4_weight_copy_bytes,
     gemm_efficiency_ratio,
+    saved_gemm_input_bytes,
 )
 
 
@@ -234,10 +235,11 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
         state += model_state_bytes_per_card(
             moe.routed_params, tp * ep, pp, dp * cp / ep, zero, **per_param
         )
+    share = 1.0 - bf16_layer_share(workload.precision, workload.fp4_bf16_layer_share)
+    fmt = frame["fp4_format"].to_numpy(dtype=object)[row]
     if workload.precision == "fp4":  # the quantised copies of the FP4 layers' weights
-        share = 1.0 - bf16_layer_share("fp4", workload.fp4_bf16_layer_share)
-        fmt = frame["fp4_format"].to_numpy(dtype=object)[row]
         state = state + fp4_weight_copy_bytes(share * workload.params, tp, pp, fmt)
+    saved_input = saved_gemm_input_bytes(workload.precision, workload.software_stack, share, fmt)
     activations = activation_bytes_per_card(
         workload.seq_len,
         mb,
@@ -251,6 +253,7 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
         recompute=workload.activation_recompute,
         cp=cp,
         virtual_stages=vp,
+        gemm_input_bytes=saved_input,
         **shape.activation_terms(),
     )
     usable = usable_card_bytes(
