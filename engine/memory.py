@@ -18,6 +18,8 @@ Sources:
   bf16 moments with the bf16 weights as the master copy (K = 4: NeMo's distributed Adam with
   optim.dtype bf16 keeps no master copy when the optimizer's dtype is the model's,
   megatron_base_model.setup_optimization; NeMo 24.07's Nemotron-4 340B recipe does this).
+- The output layer's logits, on the last pipeline stage: s·b·V/(t·cp) values (vocabulary-
+  parallel over tensor parallelism) at ``LOGIT_BYTES`` each for the software stack.
 - Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in
   Large Transformer Models", Table 2 (bytes per transformer layer, 16-bit). FP8/FP4 training
   keeps each linear layer's input for its weight gradient as the quantised copy the forward
@@ -61,6 +63,12 @@ HIDDEN_QUANTUM_LARGE = 1024
 
 # Bytes per activation value in Korthikanti's accounting (16-bit).
 ACTIVATION_BYTES = 2.0
+# Bytes per logit at the loss's peak, by software stack. Megatron's vocabulary-parallel cross
+# entropy (megatron/core/tensor_parallel/cross_entropy.py) keeps the fp32 softmax (4) and
+# turns it into the gradient, cast to bf16 (2) for the output layer's backward; plain PyTorch
+# (F.cross_entropy on logits.float()) holds the bf16 logits (2), the fp32 log-softmax (4) and
+# the fp32 and bf16 gradients (4 + 2), as benchmarks/gpu/measure.py budgets them.
+LOGIT_BYTES: dict[str, float] = {"megatron": 6.0, "megatron_2024": 6.0, "plain_pytorch": 12.0}
 
 ActivationRecompute = Literal["none", "selective", "full"]
 ACTIVATION_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -415,6 +423,27 @@ def activation_bytes_per_card(
         np.asarray(shape_layers, dtype=np.float64) / np.asarray(pp, dtype=np.float64)
     )
     return per_layer * layers_per_stage * in_flight_micro_batches(pp, micro_batches, virtual_stages)
+
+
+def logits_bytes_per_card(
+    seq_len: ArrayLike,
+    micro_batch: ArrayLike,
+    vocab: ArrayLike,
+    tp: ArrayLike = 1,
+    cp: ArrayLike = 1,
+    bytes_per_logit: float = LOGIT_BYTES["megatron"],
+) -> NDArray[np.float64]:
+    """Bytes of one micro-batch's logits and their gradient on the last pipeline stage: every
+    token's vocabulary scores, split over tensor parallelism (the vocabulary) and context
+    parallelism (the tokens); 0 for a shape without a vocabulary."""
+    values = (
+        np.asarray(seq_len, dtype=np.float64)
+        * np.asarray(micro_batch, dtype=np.float64)
+        * np.asarray(vocab, dtype=np.float64)
+        / (np.asarray(tp, dtype=np.float64) * np.asarray(cp, dtype=np.float64))
+    )
+    logits: NDArray[np.float64] = values * bytes_per_logit
+    return logits
 
 
 def model_state_bytes_per_card(

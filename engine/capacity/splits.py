@@ -14,7 +14,9 @@ from engine.limits import (
     check_grid,
 )
 from engine.memory import (
+    LOGIT_BYTES,
     activation_bytes_per_card,
+    logits_bytes_per_card,
     model_state_bytes_per_card,
     usable_card_bytes,
 )
@@ -213,14 +215,39 @@ SPLIT_COLUMNS = (
 )
 
 
+def _activations(
+    workload: TrainingWorkload, splits: pd.DataFrame, saved_input: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Peak activation bytes per card: the first pipeline stage's in-flight micro-batches, or
+    the last stage's one micro-batch with the output layer's logits, whichever is more."""
+    shape = workload.model_shape
+    tp, pp, vp, cp, mb, m = (
+        splits[name].to_numpy(np.float64)
+        for name in ("tp", "pp", "vp", "cp", "micro_batch", "micro_batches")
+    )
+    terms = {
+        "sequence_parallel": workload.sequence_parallel,
+        "recompute": workload.activation_recompute,
+        "cp": cp,
+        "gemm_input_bytes": saved_input,
+        **shape.activation_terms(),
+    }
+    args = (workload.seq_len, mb, shape.layers, shape.hidden, shape.heads, tp, pp)
+    first = activation_bytes_per_card(*args, m, virtual_stages=vp, **terms)
+    last = activation_bytes_per_card(*args, 1, **terms)
+    logits = logits_bytes_per_card(
+        workload.seq_len, mb, shape.vocab or 0, tp, cp, LOGIT_BYTES[workload.software_stack]
+    )
+    peak: NDArray[np.float64] = np.maximum(first, last + logits)
+    return peak
+
+
 def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFrame) -> None:
     """Model state (ZeRO over dp·cp; a mixture's routed experts split over ep and ZeRO over
     the dp·cp/ep ranks holding the same ones) and activations per card, and whether they fit."""
-    shape = workload.model_shape
     row = splits["row"].to_numpy()
-    tp, pp, vp, cp, dp, mb, m, ep = (
-        splits[name].to_numpy(np.float64)
-        for name in ("tp", "pp", "vp", "cp", "dp", "micro_batch", "micro_batches", "ep")
+    tp, pp, cp, dp, ep = (
+        splits[name].to_numpy(np.float64) for name in ("tp", "pp", "cp", "dp", "ep")
     )
     moe = workload.moe_training
     zero = workload.zero_stage
@@ -240,22 +267,7 @@ def _memory(workload: TrainingWorkload, frame: pd.DataFrame, splits: pd.DataFram
     if workload.precision == "fp4":  # the quantised copies of the FP4 layers' weights
         state = state + fp4_weight_copy_bytes(share * workload.params, tp, pp, fmt)
     saved_input = saved_gemm_input_bytes(workload.precision, workload.software_stack, share, fmt)
-    activations = activation_bytes_per_card(
-        workload.seq_len,
-        mb,
-        shape.layers,
-        shape.hidden,
-        shape.heads,
-        tp,
-        pp,
-        m,
-        sequence_parallel=workload.sequence_parallel,
-        recompute=workload.activation_recompute,
-        cp=cp,
-        virtual_stages=vp,
-        gemm_input_bytes=saved_input,
-        **shape.activation_terms(),
-    )
+    activations = _activations(workload, splits, saved_input)
     usable = usable_card_bytes(
         frame["memory_gb"].to_numpy(np.float64)[row], workload.usable_memory_share
     )
