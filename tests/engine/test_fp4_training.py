@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from engine import training_precision
-from engine.capacity import PlannerInputError, TrainingWorkload, plan_capacity
+from engine.capacity import PlannerInputError, TrainingWorkload
 from engine.memory import ModelShape
 from engine.parallelism import FixedParallelism
 from engine.steptime import CardRates, Links, Traffic, Workload, step_time_arrays
@@ -25,7 +25,7 @@ from engine.training_precision import (
     fp4_format,
     quantisation_bytes_per_token_layer,
 )
-from tests.support.capacity_inputs import H100_SXM
+from tests.support.capacity_inputs import H100_SXM, plan_shape
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPE = ModelShape(layers=2, hidden=1024, heads=8)
@@ -134,17 +134,7 @@ def test_nvfp4_on_nvidia_mxfp4_elsewhere_with_their_block_scales():
 
 
 def _plan(card: dict, shape: ModelShape, cards: int, precision: str, **workload) -> pd.Series:
-    work = TrainingWorkload(
-        params=float(shape.params),
-        tokens=1e12,
-        precision=precision,
-        seq_len=8192,
-        global_batch_sequences=512,
-        shape=shape,
-        **workload,
-    )
-    option = {**card, "cards": cards, "effective_time": 1.0, "utilization": 1.0}
-    return plan_capacity(work, pd.DataFrame([option])).iloc[0]
+    return plan_shape(card, shape, cards, precision, **workload)
 
 
 def test_the_catalog_has_fp4_cards_to_check():

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.capacity import TrainingWorkload, plan_capacity
 from engine.memory import ModelShape, activation_bytes_per_card, activation_bytes_per_layer
 from engine.parallelism import FixedParallelism
 from engine.training_precision import saved_gemm_input_bytes
+from tests.support.capacity_inputs import plan_shape
 
 ROOT = Path(__file__).resolve().parents[2]
 # Llama 3 70B (Meta's model card): 80 layers, 8,192 wide, 64 heads, 8 KV heads, 28,672 gated.
@@ -81,19 +81,13 @@ def _gb300() -> dict:
 
 
 def _published_split(precision: str) -> pd.Series:
-    work = TrainingWorkload(
-        params=float(LLAMA3_70B.params),
-        tokens=1e12,
-        precision=precision,
-        seq_len=8192,
+    return plan_shape(
+        _gb300(), LLAMA3_70B, 64, precision,
         global_batch_sequences=256,
         micro_batch=1,
-        shape=LLAMA3_70B,
         parallelism=FixedParallelism(tp=1, pp=4, vp=5, cp=1),
         fp4_bf16_layer_share=0.0 if precision == "fp4" else None,  # the recipe keeps none
-    )
-    option = {**_gb300(), "cards": 64, "effective_time": 1.0, "utilization": 1.0}
-    return plan_capacity(work, pd.DataFrame([option])).iloc[0]
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(("precision", "q"), [("fp8", 1.0), ("fp4", 0.5625)])
