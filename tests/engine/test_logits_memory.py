@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from engine.capacity import TrainingWorkload, plan_capacity
+from engine.defaults import SOFTWARE_STACKS
 from engine.memory import LOGIT_BYTES, ModelShape, logits_bytes_per_card
 from engine.parallelism import FixedParallelism
 from engine.track_record import load_runs, model_run, workload_of
@@ -91,3 +92,7 @@ def test_the_planner_memory_is_within_12_percent_below_the_measured_peaks():
         planned = plan_capacity(workload_of(run), pd.DataFrame([option_of(run)])).iloc[0]
         ratio = planned["memory_per_card_bytes"] / peaks[run["id"]]
         assert 0.88 <= ratio <= 1.0, (run["id"], ratio)
+
+
+def test_every_software_stack_has_its_logit_bytes():
+    assert set(LOGIT_BYTES) == set(SOFTWARE_STACKS)
