@@ -120,7 +120,7 @@ def saved_gemm_input_bytes(
         return bf16
     if precision == "fp8":
         return np.full(len(formats), FP8_SAVED_INPUT_BYTES)
-    fp4 = np.vectorize(FP4_BYTES_PER_VALUE.__getitem__, otypes=[float])(formats)
+    fp4 = fp4_bytes_per_value(formats)
     mixed: NDArray[np.float64] = fp4_share * fp4 + (1.0 - fp4_share) * bf16
     return mixed
 
@@ -137,13 +137,21 @@ def quantisation_bytes_per_token_layer(shape: ModelShape, passes: float, fmt: st
     return per_value * (forward * (passes - 2.0) + backward)
 
 
+def fp4_bytes_per_value(fmt: Iterable[str] | str | ArrayLike) -> NDArray[np.float64]:
+    """Bytes per stored value, block scale included, of each FP4 format in `fmt`."""
+    formats = np.asarray(fmt, dtype=object)
+    per_value: NDArray[np.float64] = np.vectorize(FP4_BYTES_PER_VALUE.__getitem__, otypes=[float])(
+        formats
+    )
+    return per_value
+
+
 def fp4_weight_copy_bytes(
     layer_params: ArrayLike, tp: ArrayLike, pp: ArrayLike, fmt: Iterable[str] | str
 ) -> NDArray[np.float64]:
     """Per card: the row- and column-wise FP4 copies of the layers' weights it holds (not
     sharded by ZeRO: every data-parallel rank multiplies through them)."""
-    formats = np.asarray(fmt, dtype=object)
-    per_value = np.vectorize(FP4_BYTES_PER_VALUE.__getitem__, otypes=[float])(formats)
+    per_value = fp4_bytes_per_value(fmt)
     shard = np.asarray(layer_params, dtype=np.float64) / (
         np.asarray(tp, dtype=np.float64) * np.asarray(pp, dtype=np.float64)
     )

@@ -16,6 +16,7 @@ from engine.limits import (
 from engine.memory import (
     LOGIT_BYTES,
     activation_bytes_per_card,
+    in_flight_micro_batches,
     logits_bytes_per_card,
     model_state_bytes_per_card,
     usable_card_bytes,
@@ -234,7 +235,7 @@ def _activations(
     }
     args = (workload.seq_len, mb, shape.layers, shape.hidden, shape.heads, tp, pp)
     first = activation_bytes_per_card(*args, m, virtual_stages=vp, **terms)
-    last = activation_bytes_per_card(*args, 1, **terms)
+    last = first / in_flight_micro_batches(pp, m, vp)  # one micro-batch of a stage's layers
     logits = logits_bytes_per_card(
         workload.seq_len, mb, shape.vocab or 0, tp, cp, LOGIT_BYTES[workload.software_stack]
     )
