@@ -1,6 +1,7 @@
 """FP8/FP4 training keeps the linear layers' inputs quantised for the weight gradient
 (engine.memory, engine.training_precision; docs/capacity-planning.md §3 "Quantised saved
-inputs", docs/decisions/0022): fewer activation bytes, so the splits NVIDIA publishes fit."""
+inputs", docs/decisions/0022): fewer activation bytes, so the splits NVIDIA publishes come
+closer to the planner's memory wall (still above it: what is left out is on the safe side)."""
 
 from __future__ import annotations
 
